@@ -93,7 +93,8 @@ def adapter_for(model: nn.Module) -> Adapter:
     return ADAPTERS[family]
 
 
-def _layers(model: nn.Module) -> nn.ModuleList:
+def encoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The encoder's list of layers."""
     return base_model(model).get_submodule(adapter_for(model).layers)
 
 
@@ -105,12 +106,12 @@ def head_shape(model: nn.Module) -> tuple[int, int]:
     (2, 4)
     """
     config = base_model(model).config
-    return len(_layers(model)), int(config.num_attention_heads)
+    return len(encoder_layers(model)), int(config.num_attention_heads)
 
 
 def kept_heads(model: nn.Module, layer: int) -> list[int]:
     """Original indices of the heads still present in ``layer``, in the order their slices are stored."""
-    attn = _layers(model)[layer].get_submodule(adapter_for(model).attn)
+    attn = encoder_layers(model)[layer].get_submodule(adapter_for(model).attn)
     kept = getattr(attn, "headprune_kept", None)
     return list(kept) if kept is not None else list(range(head_shape(model)[1]))
 
@@ -154,7 +155,7 @@ def head_gates(model: nn.Module, mask: torch.Tensor) -> Iterator[torch.Tensor]:
     adapter = adapter_for(model)
     handles = []
     try:
-        for i, layer in enumerate(_layers(model)):
+        for i, layer in enumerate(encoder_layers(model)):
             kept = kept_heads(model, i)
             if not kept:
                 continue  # nothing left to gate in this layer
@@ -216,7 +217,7 @@ def prune_heads(model: nn.Module, mask: torch.Tensor) -> nn.Module:
     check_mask(model, mask)
     adapter = adapter_for(model)
     size = head_dim(model)
-    for i, layer in enumerate(_layers(model)):
+    for i, layer in enumerate(encoder_layers(model)):
         kept = kept_heads(model, i)
         keep_now = [h for h in kept if mask[i, h] != 0]
         if len(keep_now) == len(kept):
@@ -257,3 +258,45 @@ def _replace_with_empty(layer: nn.Module, adapter: Adapter) -> None:
 def count_parameters(model: nn.Module) -> int:
     """Number of parameters (what physical pruning shrinks)."""
     return sum(p.numel() for p in model.parameters())
+
+
+def attention_probs(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    **encoder_kwargs) -> list[torch.Tensor]:
+    """Each layer's attention probabilities, ``(batch, kept heads, seq, seq)``, for one forward pass.
+
+    Recomputed from the query/key projections of each layer's input, so it works with any attention
+    implementation (sdpa returns no weights) and never changes the shared model's settings. Padding keys get
+    probability 0. Heads of a pruned model appear in ``kept_heads`` order.
+    """
+    adapter = adapter_for(model)
+    layers = encoder_layers(model)
+    inputs: dict[int, torch.Tensor] = {}
+
+    def capture(i):
+        def hook(module, args, kwargs):
+            inputs[i] = (args[0] if args else kwargs["hidden_states"]).detach()
+        return hook
+
+    handles = [layer.get_submodule(adapter.attn).register_forward_pre_hook(capture(i), with_kwargs=True)
+               for i, layer in enumerate(layers)]
+    try:
+        with torch.no_grad():
+            base_model(model)(input_ids=input_ids, attention_mask=attention_mask, **encoder_kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    size = head_dim(model)
+    pad = (attention_mask == 0)[:, None, None, :]  # (batch, 1, 1, seq)
+    probs = []
+    with torch.no_grad():
+        for i, layer in enumerate(layers):
+            x = inputs[i].float()  # (batch, seq, hidden)
+            n = len(kept_heads(model, i))
+            if n == 0:
+                probs.append(x.new_zeros(x.shape[0], 0, x.shape[1], x.shape[1]))
+                continue
+            q = layer.get_submodule(adapter.query).float()(x).view(*x.shape[:2], n, size).transpose(1, 2)
+            k = layer.get_submodule(adapter.key).float()(x).view(*x.shape[:2], n, size).transpose(1, 2)
+            scores = (q @ k.transpose(-1, -2)) * size ** -0.5  # (batch, heads, seq, seq)
+            probs.append(scores.masked_fill(pad, float("-inf")).softmax(-1))
+    return probs

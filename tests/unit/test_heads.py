@@ -145,3 +145,16 @@ def test_wrong_mask_shape_and_unsupported_family():
     gpt2 = GPT2Model(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10))
     with pytest.raises(UnsupportedModelError, match="supported: bert, .*distilbert.*xlm-roberta"):
         head_shape(gpt2)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_attention_probs_match_eager_weights(family):
+    from headprune_core.heads import attention_probs
+    model, batch = tiny_encoder(family), random_batch()
+    with torch.no_grad():
+        ref = model(**batch, output_attentions=True).attentions
+    ours = attention_probs(model, batch["input_ids"], batch["attention_mask"])
+    assert len(ours) == len(ref) == 2
+    for a, b in zip(ours, ref):
+        assert a.shape == b.shape
+        assert (a - b).abs().max().item() <= 1e-5

@@ -1,0 +1,118 @@
+"""Importance scoring: shapes, determinism, direction, normalisations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from headprune_core.classifier import HeadedEncoder, TaskHead
+from headprune_core.heads import head_shape, prune_heads
+from headprune_core.importance import METHODS, normalise, score_heads, spearman_matrix
+from tests.tiny_models import random_batch, tiny_encoder
+
+
+def _model(kind="token", family="bert"):
+    torch.manual_seed(0)
+    return HeadedEncoder(tiny_encoder(family), {"t": TaskHead(kind, ("A", "B", "C"))}).eval()
+
+
+def _batches(kind="token", n=3):
+    out = []
+    for i in range(n):
+        b = random_batch(seed=10 + i)
+        g = torch.Generator().manual_seed(i)
+        if kind == "token":
+            labels = torch.randint(0, 3, b["input_ids"].shape, generator=g)
+            labels[b["attention_mask"] == 0] = -100
+        else:
+            labels = torch.randint(0, 3, (b["input_ids"].shape[0],), generator=g)
+        out.append({**b, "labels": labels})
+    return out
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("kind", ["token", "sentence"])
+def test_shape_and_determinism(method, kind):
+    model = _model(kind)
+    a = score_heads(model, _batches(kind), method=method, seed=3)
+    b = score_heads(model, _batches(kind), method=method, seed=3)
+    assert a.scores.shape == head_shape(model) == (2, 4)
+    assert np.array_equal(a.scores, b.scores)
+    assert np.isfinite(a.scores).all()
+    if method != "random":
+        assert a.n_batches == 3 and a.n_tokens > 0
+        assert (a.raw > 0).any()
+    # weights are untouched and unfrozen afterwards
+    assert all(p.requires_grad for p in model.parameters())
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_random_differs_by_seed():
+    model = _model()
+    assert not np.array_equal(score_heads(model, [], method="random", seed=1).scores,
+                              score_heads(model, [], method="random", seed=2).scores)
+
+
+@pytest.mark.parametrize("method", ["gate_grad", "taylor"])
+def test_useless_head_ranks_last(method):
+    model = _model()
+    attn = model.encoder.encoder.layer[1].attention.self
+    with torch.no_grad():  # head (1, 2) now outputs exactly zero
+        attn.value.weight[16:24] = 0
+        attn.value.bias[16:24] = 0
+    imp = score_heads(model, _batches(), method=method)
+    assert imp.scores[1, 2] == 0.0
+    assert np.argmin(imp.scores.ravel()) == 1 * 4 + 2
+    assert (np.delete(imp.scores.ravel(), 6) > 0).all()
+
+
+def test_gate_grad_token_normalised_and_pruned_heads_score_zero():
+    model = _model()
+    one = score_heads(model, _batches(n=1), method="gate_grad")
+    mask = torch.ones(2, 4)
+    mask[0, 3] = 0
+    prune_heads(model, mask)
+    pruned = score_heads(model, _batches(n=1), method="gate_grad")
+    assert pruned.raw[0, 3] == 0.0 and (pruned.raw.ravel()[[0, 1, 2, 4, 5, 6, 7]] > 0).all()
+    assert one.raw.sum() < 1.0  # divided by the ~25 labelled tokens
+
+
+def test_entropy_uniform_attention_scores_zero():
+    model = _model()
+    attn = model.encoder.encoder.layer[0].attention.self
+    with torch.no_grad():  # zero queries -> uniform attention over the real tokens
+        attn.query.weight.zero_()
+        attn.query.bias.zero_()
+    imp = score_heads(model, _batches(), method="entropy")
+    assert np.allclose(imp.raw[0], 0.0, atol=1e-6)
+    assert (imp.raw[1] > 0).all()
+
+
+def test_normalisations():
+    raw = np.array([[1.0, 3.0], [0.0, 4.0]])
+    assert np.allclose(normalise(raw, normalize="layer_sum"), [[0.25, 0.75], [0, 1]])
+    l2 = normalise(raw, normalize="layer_l2")
+    assert np.allclose(np.linalg.norm(l2, axis=1), 1.0)
+    mm = normalise(raw, normalize="none", minmax=True)
+    assert mm.min() == 0.0 and mm.max() == 1.0 and mm[0, 0] == 0.25
+    with pytest.raises(ValueError, match="unknown normalisation 'zz'; known: none, layer_l2, layer_sum"):
+        normalise(raw, normalize="zz")
+
+
+def test_unknown_method_and_empty_data():
+    model = _model()
+    with pytest.raises(ValueError, match="unknown importance method 'x'; known: gate_grad"):
+        score_heads(model, _batches(), method="x")
+    with pytest.raises(ValueError, match="empty"):
+        score_heads(model, [], method="gate_grad")
+
+
+def test_spearman_matrix_matches_scipy():
+    from scipy.stats import spearmanr
+    rng = np.random.default_rng(0)
+    maps = {k: rng.random((2, 4)) for k in "abc"}
+    names, m = spearman_matrix(maps)
+    assert names == ["a", "b", "c"]
+    assert m[0, 2] == pytest.approx(spearmanr(maps["a"].ravel(), maps["c"].ravel()).statistic)
+    assert np.allclose(m, m.T) and np.allclose(np.diag(m), 1)
