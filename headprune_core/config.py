@@ -1,0 +1,163 @@
+"""Frozen run configurations: one dataclass per kind of run, canonical JSON, and the hash used as cache key.
+
+Only what changes a result belongs here: never the device, paths of this machine or progress settings. The
+model and data fingerprints are fields, so a changed model file or corpus gives a new key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, get_args
+
+SCHEMA_VERSION = 1
+
+Setting = Literal["cross", "multi"]
+Strategy = Literal["importance", "reverse", "random", "layers", "custom"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+SETTINGS: tuple[str, ...] = get_args(Setting)
+
+
+def canonical_json(data: Any) -> str:
+    """Key-sorted compact JSON: equal configurations give equal strings."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class RunConfig:
+    """Mixin: ``to_dict``/``from_dict``, canonical JSON and the cache key of a frozen dataclass."""
+
+    kind: ClassVar[str] = "run"
+
+    def to_dict(self) -> dict:
+        return json.loads(canonical_json(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = set(data) - set(known)
+        if unknown:
+            raise ValueError(f"{cls.__name__}: unknown fields {sorted(unknown)}; known: {sorted(known)}")
+        values = {}
+        for name, value in data.items():
+            sub = _nested_type(known[name])
+            values[name] = sub.from_dict(value) if sub is not None and isinstance(value, dict) \
+                else _tuplify(value)
+        return cls(**values)
+
+    def key(self) -> str:
+        """Hash of kind, schema version and the canonical JSON of every field."""
+        payload = canonical_json({"kind": self.kind, "schema": SCHEMA_VERSION, "config": self.to_dict()})
+        return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+
+def _tuplify(value):
+    return tuple(_tuplify(v) for v in value) if isinstance(value, list) else value
+
+
+def _nested_type(f: dataclasses.Field):
+    for candidate in (FinetuneConfig, ScoreConfig):
+        if f.type in (candidate, candidate.__name__) or f.type == f"{candidate.__name__} | None":
+            return candidate
+    return None
+
+
+def _require(cond: bool, message: str) -> None:
+    if not cond:
+        raise ValueError(message)
+
+
+@dataclass(frozen=True)
+class FinetuneConfig(RunConfig):
+    """Fine-tune ``model`` on ``tasks`` in ``train_langs`` (``cross``) or in every language (``multi``)."""
+
+    kind: ClassVar[str] = "finetune"
+    model: str
+    tasks: tuple[str, ...]
+    train_langs: tuple[str, ...]
+    setting: str = "cross"
+    epochs: float = 2.0
+    lr: float = 5e-5
+    batch_size: int = 16
+    max_length: int = 128
+    max_train_sentences: int | None = 2000
+    freeze_embeddings: bool = True
+    sampling: str = "proportional"
+    seed: int = 13
+    model_fp: str = ""
+    data_fp: str = ""
+
+    def __post_init__(self):
+        _require(bool(self.tasks), "a fine-tuning run needs at least one task")
+        _require(bool(self.train_langs), "a fine-tuning run needs at least one training language")
+        _require(self.setting in SETTINGS, f"unknown setting {self.setting!r}; known: {', '.join(SETTINGS)}")
+        _require(self.epochs > 0 and self.lr > 0 and self.batch_size > 0 and self.max_length >= 8,
+                 "epochs, lr and batch_size must be positive and max_length at least 8")
+        _require(self.sampling in ("proportional", "round_robin"),
+                 f"unknown sampling {self.sampling!r}; known: proportional, round_robin")
+
+
+@dataclass(frozen=True)
+class ScoreConfig(RunConfig):
+    """Score every head of a fine-tuned model on one language's split (raw scores; normalise when shown)."""
+
+    kind: ClassVar[str] = "score"
+    finetune: FinetuneConfig
+    task: str
+    lang: str
+    method: str = "gate_grad"
+    split: str = "validation"
+    max_sentences: int | None = 300
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class CurveConfig(RunConfig):
+    """Metric vs number of heads pruned, for one strategy, evaluated on one language."""
+
+    kind: ClassVar[str] = "curve"
+    finetune: FinetuneConfig
+    task: str
+    lang: str
+    strategy: str = "importance"
+    ranking: ScoreConfig | None = None  # for importance / reverse: whose ranking
+    steps: tuple[int, ...] = ()
+    seeds: tuple[int, ...] = (0,)
+    split: str = "test"
+    max_sentences: int | None = 500
+
+    def __post_init__(self):
+        _require(self.strategy in STRATEGIES,
+                 f"unknown strategy {self.strategy!r}; known: {', '.join(STRATEGIES)}")
+        _require(self.strategy not in ("importance", "reverse") or self.ranking is not None,
+                 f"strategy {self.strategy!r} needs a ranking (a ScoreConfig)")
+
+
+@dataclass(frozen=True)
+class EvalConfig(RunConfig):
+    """Evaluate a fine-tuned model on one language under one head mask (given as a tuple of rows)."""
+
+    kind: ClassVar[str] = "eval"
+    finetune: FinetuneConfig
+    task: str
+    lang: str
+    mask: tuple[tuple[float, ...], ...] = ()
+    split: str = "test"
+    max_sentences: int | None = 500
+
+
+@dataclass(frozen=True)
+class RefinetuneConfig(RunConfig):
+    """Ma et al.: for k = 1..max_k lowest-ranked heads, prune, re-fine-tune, keep the best k on dev."""
+
+    kind: ClassVar[str] = "refinetune"
+    finetune: FinetuneConfig
+    ranking: ScoreConfig
+    max_k: int = 12
+    epochs: float = 1.0
+    eval_langs: tuple[str, ...] = field(default_factory=tuple)
+
