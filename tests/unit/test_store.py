@@ -101,7 +101,7 @@ def test_crash_between_write_and_rename_leaves_no_entry(tmp_path, monkeypatch):
     monkeypatch.setattr(store_mod.os, "replace", crash)
     with pytest.raises(SimulatedCrash):
         store.get_or_compute(cfg, compute)
-    monkeypatch.setattr(store_mod.os, "replace", os.replace)
+    monkeypatch.undo()
     assert not store.has(cfg) and store.get(cfg) is None
     assert not [p for p in (tmp_path / "score").iterdir()]  # no temp folder left behind
     store.get_or_compute(cfg, compute)
