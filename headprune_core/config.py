@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, get_args
 
 SCHEMA_VERSION = 1
@@ -88,6 +88,7 @@ class FinetuneConfig(RunConfig):
     freeze_embeddings: bool = True
     sampling: str = "proportional"
     seed: int = 13
+    pruned: tuple[tuple[int, int], ...] = ()  # (layer, head) removed before fine-tuning (re-fine-tuning)
     model_fp: str = ""
     data_fp: str = ""
 
@@ -113,6 +114,7 @@ class ScoreConfig(RunConfig):
     split: str = "validation"
     max_sentences: int | None = 300
     seed: int = 0
+    data_fp: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,10 +127,13 @@ class CurveConfig(RunConfig):
     lang: str
     strategy: str = "importance"
     ranking: ScoreConfig | None = None  # for importance / reverse: whose ranking
-    steps: tuple[int, ...] = ()
+    normalize: str = "layer_sum"  # applied to the ranking's raw scores before ordering heads
+    steps: tuple[int, ...] = ()  # empty: every `step` heads, 0 to all
+    step: int = 0  # 0: one layer's worth of heads
     seeds: tuple[int, ...] = (0,)
     split: str = "test"
     max_sentences: int | None = 500
+    data_fp: str = ""
 
     def __post_init__(self):
         _require(self.strategy in STRATEGIES,
@@ -148,6 +153,7 @@ class EvalConfig(RunConfig):
     mask: tuple[tuple[float, ...], ...] = ()
     split: str = "test"
     max_sentences: int | None = 500
+    data_fp: str = ""
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,8 @@ class RefinetuneConfig(RunConfig):
     kind: ClassVar[str] = "refinetune"
     finetune: FinetuneConfig
     ranking: ScoreConfig
+    normalize: str = "layer_sum"
     max_k: int = 12
-    epochs: float = 1.0
-    eval_langs: tuple[str, ...] = field(default_factory=tuple)
+    eval_langs: tuple[str, ...] = ()
+    max_sentences: int | None = 500
 
