@@ -136,6 +136,10 @@ class Store:
                 "; use a longer prefix" if hits else f"; see 'python -m headprune_core ls'"))
         return hits[0]
 
+    def read(self, entry: Entry) -> dict[str, Any]:
+        """The artifacts of a listed entry."""
+        return _read_entry(entry.path)
+
     def delete(self, cfg_or_entry: RunConfig | Entry) -> bool:
         path = cfg_or_entry.path if isinstance(cfg_or_entry, Entry) else self.path_for(cfg_or_entry)
         if path.exists():

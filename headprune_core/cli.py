@@ -1,0 +1,358 @@
+"""Command line: ``python -m headprune_core <command> ...`` (``--help`` on any command)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import logging
+import os
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="me5-small", help="embedded name, local folder or Hub id (me5-small)")
+    p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
+    p.add_argument("--cache", default=None, help="cache folder (default: cache/ or $HEADPRUNE_CACHE)")
+
+
+def _run_args(p: argparse.ArgumentParser, *, lang: bool = True) -> None:
+    _common(p)
+    p.add_argument("--task", default="pos", help="task name (see 'python -m headprune_core tasks')")
+    if lang:
+        p.add_argument("--lang", default="en", help="language to score / evaluate on")
+    p.add_argument("--train-langs", default="en", help="comma-separated fine-tuning languages (cross setting)")
+    p.add_argument("--setting", default="cross", choices=["cross", "multi"])
+    p.add_argument("--epochs", type=float, default=2.0)
+    p.add_argument("--max-train", type=int, default=2000, help="training sentences per language")
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--seed", type=int, default=13)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m headprune_core",
+                                     description="Score, prune and compare the attention heads of encoders.")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("prepare", help="fetch and convert the embedded default model and corpora into cache/")
+    p.add_argument("--force", action="store_true", help="redo even what is already prepared")
+    p.add_argument("--only", choices=["models", "corpora"], default=None)
+    p.add_argument("--cache", default=None)
+
+    sub.add_parser("tasks", help="list tasks and languages")
+
+    p = sub.add_parser("study", help="run a preset (e.g. demo) or a plan file through the cache")
+    p.add_argument("preset", nargs="?", default="demo", help="preset name or a JSON plan file")
+    p.add_argument("--langs", default=None, help="restrict to these languages (comma-separated)")
+    p.add_argument("--tasks", default=None, help="restrict to these tasks (comma-separated)")
+    p.add_argument("--sentences", type=int, default=None, help="cap sentences per split (quick look)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--cache", default=None)
+
+    p = sub.add_parser("finetune", help="fine-tune a model on a task")
+    _run_args(p, lang=False)
+
+    p = sub.add_parser("score", help="score every head's importance")
+    _run_args(p)
+    p.add_argument("--method", default="gate_grad")
+    p.add_argument("--normalize", default="layer_sum")
+    p.add_argument("--sentences", type=int, default=300)
+
+    p = sub.add_parser("curve", help="metric vs heads pruned for a strategy")
+    _run_args(p)
+    p.add_argument("--strategy", default="importance")
+    p.add_argument("--ranking-lang", default=None, help="prune by another language's ranking")
+    p.add_argument("--method", default="gate_grad")
+    p.add_argument("--step", type=int, default=0, help="heads per step (default one layer's worth)")
+    p.add_argument("--seeds", default="0,1,2", help="seeds for the random strategy")
+    p.add_argument("--sentences", type=int, default=500)
+
+    p = sub.add_parser("evaluate", help="evaluate under a head mask (JSON file of a (layers, heads) 0/1 array)")
+    _run_args(p)
+    p.add_argument("--mask", default=None, help="JSON file: [[1,0,...],...] (1 keep, 0 pruned)")
+    p.add_argument("--sentences", type=int, default=500)
+
+    p = sub.add_parser("refinetune", help="Ma et al.: prune k = 1..K lowest heads, re-fine-tune, best k on dev")
+    _run_args(p)
+    p.add_argument("--max-k", type=int, default=12)
+    p.add_argument("--eval-langs", default=None)
+    p.add_argument("--sentences", type=int, default=500)
+
+    p = sub.add_parser("prune", help="write a physically pruned model folder")
+    _run_args(p)
+    p.add_argument("--k", type=int, default=None, help="prune the k least important heads")
+    p.add_argument("--mask", default=None, help="or a JSON mask file")
+    p.add_argument("--out", required=True)
+
+    p = sub.add_parser("ls", help="list cache entries")
+    p.add_argument("--kind", default=None)
+    p.add_argument("--cache", default=None)
+    for name, text in (("show", "show one cache entry"), ("rm", "delete cache entries")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("key", nargs="+" if name == "rm" else None, help="key (or unique prefix)")
+        p.add_argument("--cache", default=None)
+    p = sub.add_parser("export", help="export an entry's importance map / curve / mask as CSV or JSON")
+    p.add_argument("key")
+    p.add_argument("--format", choices=["csv", "json"], default="csv")
+    p.add_argument("--out", default="-")
+    p.add_argument("--cache", default=None)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    if getattr(args, "cache", None):
+        os.environ["HEADPRUNE_CACHE"] = str(Path(args.cache).resolve())
+    try:
+        return COMMANDS[args.command](args) or 0
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished results stay cached; run the same command again to resume.",
+              file=sys.stderr)
+        return 130
+    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as err:
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+
+
+# --- commands ------------------------------------------------------------------------------------------------
+
+def cmd_prepare(args) -> int:
+    from headprune_core.prepare import prepare_all
+    report = prepare_all(force=args.force, only=args.only)
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
+def cmd_tasks(args) -> int:
+    from headprune_core.data import list_tasks
+    for t in list_tasks():
+        print(f"{t.name:16} {t.kind:8} {','.join(t.languages):24} {t.description}")
+    return 0
+
+
+def _study(args):
+    from headprune_core.study import Study
+    return Study(args.model if hasattr(args, "model") else "me5-small", device=args.device)
+
+
+def _ft(study, args):
+    return study.finetune_config(args.task, tuple(args.train_langs.split(",")), setting=args.setting,
+                                 epochs=args.epochs, max_train_sentences=args.max_train, lr=args.lr,
+                                 seed=args.seed)
+
+
+def cmd_study(args) -> int:
+    from tqdm.auto import tqdm
+
+    from headprune_core.study import Study, StudyPlan, get_preset, run_plan
+    if args.preset.endswith(".json") or Path(args.preset).is_file():
+        data = json.loads(Path(args.preset).read_text())
+        known = {f.name for f in fields(StudyPlan)}
+        if set(data) - known:
+            raise ValueError(f"{args.preset}: unknown plan fields {sorted(set(data) - known)}; known: "
+                             f"{sorted(known)}")
+        plan = StudyPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    else:
+        plan = get_preset(args.preset)
+    plan = plan.restricted(langs=tuple(args.langs.split(",")) if args.langs else None,
+                           tasks=tuple(args.tasks.split(",")) if args.tasks else None, sentences=args.sentences)
+    study = Study(plan.model, device=args.device)
+    bar = tqdm(desc=f"study {plan.name}", unit="job")
+
+    def on_job(i, n, what, cached):
+        bar.total = n
+        bar.set_postfix_str(("cached: " if cached else "") + what)
+        bar.update(1 if i else 0)
+
+    res = run_plan(study, plan, on_job=on_job)
+    bar.update(1)
+    bar.close()
+    print(f"{res['jobs']} jobs, {res['computed']} computed, {res['seconds']:.1f} s")
+    _print_summary(study, plan)
+    return 0
+
+
+def _print_summary(study, plan) -> None:
+    from headprune_core.data import get_task
+    for task in plan.tasks:
+        ft = study.finetune_config(task, plan.source_langs, setting=plan.settings[0], **plan.train)
+        for lang in plan.langs:
+            if lang not in get_task(task).languages:
+                continue
+            ev = study.evaluation(study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences))
+            print(f"  {task:6} {lang}: {ev['metric']} {ev['score']:.1f} (n={ev['n']})")
+
+
+def cmd_finetune(args) -> int:
+    study = _study(args)
+    ft = _ft(study, args)
+    log = study.train_log(ft)
+    print(f"fine-tuned {ft.tasks} on {ft.train_langs}: {log['steps']} steps, {log['seconds']} s; key {ft.key()}")
+    return 0
+
+
+def _print_map(m: np.ndarray) -> None:
+    print("layer " + " ".join(f"h{h:<5}" for h in range(m.shape[1])))
+    for i, row in enumerate(m):
+        print(f"{i:5} " + " ".join(f"{v:6.3f}" for v in row))
+
+
+def cmd_score(args) -> int:
+    study = _study(args)
+    sc = study.score_config(_ft(study, args), args.task, args.lang, method=args.method,
+                            max_sentences=args.sentences)
+    res = study.scores(sc)
+    print(f"importance ({args.method}, {args.normalize}, min-max) of {args.task}/{args.lang}; key {sc.key()}")
+    from headprune_core.importance import normalise
+    _print_map(normalise(res["raw"], normalize=args.normalize, minmax=True))
+    return 0
+
+
+def cmd_curve(args) -> int:
+    study = _study(args)
+    cc = study.curve_config(_ft(study, args), args.task, args.lang, strategy=args.strategy,
+                            ranking_lang=args.ranking_lang, method=args.method, step=args.step,
+                            seeds=tuple(int(s) for s in args.seeds.split(",")), max_sentences=args.sentences)
+    res = study.curve(cc)
+    print(f"{res['metric']} vs heads pruned ({res['strategy']}) on {args.task}/{args.lang}; key {cc.key()}")
+    for k, m, s, lab in zip(res["k"], res["mean"], res["std"], res["labels"]):
+        print(f"  {lab:>8} k={k:3}: {m:6.2f}" + (f" ± {s:.2f}" if s else ""))
+    return 0
+
+
+def _read_mask(path: str):
+    try:
+        return np.asarray(json.loads(Path(path).read_text()), dtype=np.float32)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not a JSON mask ({err})") from err
+
+
+def cmd_evaluate(args) -> int:
+    study = _study(args)
+    mask = _read_mask(args.mask) if args.mask else None
+    ft = _ft(study, args)
+    if mask is not None:
+        from headprune_core.evaluate import strategy_mask
+        from headprune_core.heads import head_shape
+        mask = strategy_mask(head_shape(study.loaded.encoder), "custom", custom=mask).numpy()
+    ev = study.evaluation(study.eval_config(ft, args.task, args.lang, mask, max_sentences=args.sentences))
+    print(f"{args.task}/{args.lang}: {ev['metric']} {ev['score']:.2f} (n={ev['n']})")
+    return 0
+
+
+def cmd_refinetune(args) -> int:
+    from headprune_core.config import RefinetuneConfig
+    study = _study(args)
+    ft = _ft(study, args)
+    rc = RefinetuneConfig(finetune=ft, ranking=study.score_config(ft, args.task, ft.train_langs[0]),
+                          max_k=args.max_k, max_sentences=args.sentences,
+                          eval_langs=tuple(args.eval_langs.split(",")) if args.eval_langs else ())
+    res = study.refinetune(rc)
+    for row in res["rows"]:
+        print(f"  k={row['k']:2}: dev {row['dev']:.2f}")
+    print(f"best k on dev: {res['best_k']}")
+    for lang, r in res["test"].items():
+        print(f"  test {lang}: unpruned {r['unpruned']:.2f} -> pruned {r['pruned']:.2f} ({r['metric']})")
+    return 0
+
+
+def cmd_prune(args) -> int:
+    from headprune_core.evaluate import strategy_mask
+    from headprune_core.heads import head_shape
+    from headprune_core.pruned import save_pruned
+    study = _study(args)
+    ft = _ft(study, args)
+    model = study.finetuned(ft)
+    shape = head_shape(model)
+    if args.mask:
+        mask = strategy_mask(shape, "custom", custom=_read_mask(args.mask))
+    elif args.k is not None:
+        ranking = study.importance(study.score_config(ft, args.task, args.lang))
+        mask = strategy_mask(shape, "importance", args.k, ranking=ranking)
+    else:
+        raise ValueError("say which heads to prune: --k N (least important) or --mask FILE")
+    out = save_pruned(model, mask, args.out, tokenizer=study.loaded.tokenizer,
+                      meta={"base_model": args.model, "finetune_key": ft.key()})
+    print(f"wrote {out} ({int((mask == 0).sum())} heads removed); load it with "
+          f"headprune_core.pruned.load_pruned('{out}')")
+    return 0
+
+
+def _store():
+    from headprune_core.store import Store
+    return Store()
+
+
+def cmd_ls(args) -> int:
+    entries = _store().entries(args.kind)
+    if not entries:
+        print("the cache is empty")
+    for e in entries:
+        c = e.config
+        what = " ".join(str(c.get(k)) for k in ("task", "lang", "method", "strategy") if c.get(k))
+        if e.kind == "finetune":
+            what = f"{'+'.join(c['tasks'])} on {'+'.join(c['train_langs'])} ({c['setting']})"
+        print(f"{e.key[:12]}  {e.kind:10} {e.size / 1e6:8.2f} MB  {what}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    e = _store().find(args.key)
+    print(json.dumps({"kind": e.kind, "key": e.key, "path": str(e.path), "artifacts": e.artifacts,
+                      "config": e.config}, indent=2))
+    return 0
+
+
+def cmd_rm(args) -> int:
+    store = _store()
+    for key in args.key:
+        e = store.find(key)
+        store.delete(e)
+        print(f"deleted {e.kind} {e.key}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    store = _store()
+    e = store.find(args.key)
+    data = store.read(e)
+    if "raw" in data:
+        table = {"layer": [], "head": [], "score": []}
+        for (layer, head), v in np.ndenumerate(data["raw"]):
+            table["layer"].append(layer)
+            table["head"].append(head)
+            table["score"].append(float(v))
+    elif "curve" in data:
+        c = data["curve"]
+        table = {"label": c["labels"], "heads_pruned": c["k"], "mean": c["mean"], "std": c["std"]}
+    elif "result" in data:
+        table = {"metric": [data["result"]["metric"]], "score": [data["result"]["score"]]}
+    else:
+        raise ValueError(f"entry {e.key[:12]} ({e.kind}) holds no table to export")
+    if args.format == "json":
+        text = json.dumps({"config": e.config, **table}, indent=2)
+    else:
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(list(table))
+        w.writerows(zip(*table.values()))
+        text = buf.getvalue()
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}")
+    return 0
+
+
+COMMANDS = {"prepare": cmd_prepare, "tasks": cmd_tasks, "study": cmd_study, "finetune": cmd_finetune,
+            "score": cmd_score, "curve": cmd_curve, "evaluate": cmd_evaluate, "refinetune": cmd_refinetune,
+            "prune": cmd_prune, "ls": cmd_ls, "show": cmd_show, "rm": cmd_rm, "export": cmd_export}

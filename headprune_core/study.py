@@ -1,0 +1,386 @@
+"""A study = model x tasks x languages x settings, run end to end through the cache, with progress.
+
+:class:`Study` turns run configurations into results (fine-tuned weights, importance maps, evaluations,
+curves), each through :class:`headprune_core.store.Store`, so a second look is instant and an interrupted run
+resumes from what is cached. Presets (``demo`` ...) expand into a list of jobs.
+
+>>> # study = Study("me5-small"); run_plan(study, PRESETS["demo"])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from headprune_core.classifier import HeadedEncoder, TaskHead
+from headprune_core.config import (CurveConfig, EvalConfig, FinetuneConfig, RefinetuneConfig, RunConfig,
+                                   ScoreConfig, canonical_json)
+from headprune_core.evaluate import curve, default_steps, evaluate, strategy_mask
+from headprune_core.heads import head_shape, prune_heads
+from headprune_core.importance import normalise, score_heads
+from headprune_core.store import Store
+from headprune_core.train import batches, finetune, load_trained, trained_weights
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int | None], None]
+"""on_progress(what, done, total): called as work advances (for a UI progress bar)."""
+
+
+class Study:
+    """Computes and caches every result for one model. Expensive resources load lazily."""
+
+    def __init__(self, model_id: str = "me5-small", *, store: Store | None = None, device: str = "auto",
+                 max_length: int = 128, progress: bool = True, on_progress: Progress | None = None):
+        self.model_id = model_id
+        self.store = store or Store()
+        self.device = device
+        self.max_length = max_length
+        self.progress = progress
+        self.on_progress = on_progress
+        self._loaded = None
+        self._data: dict[tuple[str, str], Any] = {}
+        self._tokenized: dict[tuple[str, str, str], tuple[Any, dict]] = {}
+        self._models: dict[str, HeadedEncoder] = {}
+        self._model_fp: str | None = None
+
+    # --- resources -----------------------------------------------------------------------------------------
+    @property
+    def loaded(self):
+        """The base encoder and tokenizer (loaded once)."""
+        if self._loaded is None:
+            from headprune_core.models import load_model
+            self._loaded = load_model(self.model_id, device=self.device)
+        return self._loaded
+
+    @property
+    def model_fp(self) -> str:
+        if self._model_fp is None:
+            from headprune_core.models import model_fingerprint
+            self._model_fp = model_fingerprint(self.model_id)
+        return self._model_fp
+
+    def data(self, task: str, lang: str):
+        """The task's ``TaskData`` for one language (splits, labels, kind)."""
+        from headprune_core.data import load_task
+        if (task, lang) not in self._data:
+            self._data[(task, lang)] = load_task(task, lang)
+        return self._data[(task, lang)]
+
+    def data_fp(self, task: str, langs: tuple[str, ...] | list[str]) -> str:
+        """Fingerprint of the data a run reads: split sizes, labels and metadata of each (task, language)."""
+        parts = []
+        for lang in sorted(langs):
+            d = self.data(task, lang)
+            sizes = {s: len(d.dataset[s]) for s in d.dataset}
+            parts.append({"task": task, "lang": lang, "labels": list(d.labels), "sizes": sizes,
+                          "source": d.meta.get("source", "") if isinstance(d.meta, dict) else ""})
+        return hashlib.sha256(canonical_json(parts).encode()).hexdigest()[:16]
+
+    def tokenized(self, task: str, lang: str, split: str):
+        """Tokenised split (input_ids, attention_mask, labels) and its alignment stats."""
+        from headprune_core.data import tokenize_sentence_task, tokenize_token_task
+        key = (task, lang, split)
+        if key not in self._tokenized:
+            d = self.data(task, lang)
+            if split not in d.dataset:
+                raise ValueError(f"{task}/{lang} has no split {split!r}; it has: {', '.join(d.dataset)}")
+            fn = tokenize_token_task if d.kind == "token" else tokenize_sentence_task
+            ds, stats = fn(d.dataset[split], self.loaded.tokenizer, max_length=self.max_length)
+            self._tokenized[key] = (ds, _stats_dict(stats))
+        return self._tokenized[key]
+
+    def eval_batches(self, task: str, lang: str, split: str, limit: int | None, *, batch_size: int = 32):
+        ds, _ = self.tokenized(task, lang, split)
+        pad = self.loaded.tokenizer.pad_token_id or 0
+        return batches(ds, batch_size=batch_size, pad_id=pad, limit=limit)
+
+    # --- configurations ------------------------------------------------------------------------------------
+    def finetune_config(self, tasks: tuple[str, ...] | str, train_langs: tuple[str, ...] | str = ("en",), *,
+                        setting: str = "cross", **overrides) -> FinetuneConfig:
+        """A fine-tuning config with fingerprints filled in; ``multi`` trains on every language of the task."""
+        tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
+        train_langs = (train_langs,) if isinstance(train_langs, str) else tuple(train_langs)
+        if setting == "multi":
+            from headprune_core.data import get_task
+            train_langs = tuple(sorted(set.intersection(*(set(get_task(t).languages) for t in tasks))))
+        fp = hashlib.sha256("|".join(self.data_fp(t, train_langs) for t in tasks).encode()).hexdigest()[:16]
+        return FinetuneConfig(model=self.model_id, tasks=tasks, train_langs=train_langs, setting=setting,
+                              model_fp=self.model_fp, data_fp=fp, **overrides)
+
+    def score_config(self, ft: FinetuneConfig, task: str, lang: str, **kw) -> ScoreConfig:
+        return ScoreConfig(finetune=ft, task=task, lang=lang, data_fp=self.data_fp(task, [lang]), **kw)
+
+    def curve_config(self, ft: FinetuneConfig, task: str, lang: str, *, strategy: str = "importance",
+                     ranking_lang: str | None = None, method: str = "gate_grad", score_sentences: int = 300,
+                     **kw) -> CurveConfig:
+        ranking = None
+        if strategy in ("importance", "reverse"):
+            ranking = self.score_config(ft, task, ranking_lang or lang, method=method,
+                                        max_sentences=score_sentences)
+        return CurveConfig(finetune=ft, task=task, lang=lang, strategy=strategy, ranking=ranking,
+                           data_fp=self.data_fp(task, [lang]), **kw)
+
+    def eval_config(self, ft: FinetuneConfig, task: str, lang: str, mask=None, **kw) -> EvalConfig:
+        rows = () if mask is None else tuple(tuple(float(v) for v in row) for row in np.asarray(mask))
+        return EvalConfig(finetune=ft, task=task, lang=lang, mask=rows, data_fp=self.data_fp(task, [lang]), **kw)
+
+    # --- results -------------------------------------------------------------------------------------------
+    def finetuned(self, ft: FinetuneConfig) -> HeadedEncoder:
+        """The fine-tuned model of ``ft`` (trained and cached on first use, then loaded)."""
+        key = ft.key()
+        if key not in self._models:
+            result = self.store.get_or_compute(ft, lambda: self._train(ft))
+            model = self._build(ft)
+            load_trained(model, result["weights"])
+            self._models = {key: model, **dict(list(self._models.items())[:1])}  # keep the 2 newest
+        return self._models[key]
+
+    def train_log(self, ft: FinetuneConfig) -> dict:
+        self.finetuned(ft)
+        return self.store.get(ft)["log"]
+
+    def _build(self, ft: FinetuneConfig) -> HeadedEncoder:
+        import copy
+        encoder = copy.deepcopy(self.loaded.encoder)
+        heads = {t: TaskHead(self.data(t, ft.train_langs[0]).kind, tuple(self.data(t, ft.train_langs[0]).labels))
+                 for t in ft.tasks}
+        torch.manual_seed(ft.seed)
+        model = HeadedEncoder(encoder, heads).to(next(encoder.parameters()).device)
+        if ft.pruned:
+            mask = torch.ones(head_shape(model))
+            for layer, head in ft.pruned:
+                mask[layer, head] = 0
+            prune_heads(model, mask)
+        return model
+
+    def _train(self, ft: FinetuneConfig) -> dict:
+        from datasets import concatenate_datasets
+        model = self._build(ft)
+        train, stats = {}, {}
+        for t in ft.tasks:
+            parts = []
+            for lang in ft.train_langs:
+                ds, st = self.tokenized(t, lang, "train")
+                cap = ft.max_train_sentences
+                parts.append(ds.select(range(min(cap, len(ds)))) if cap else ds)
+                stats[f"{t}/{lang}"] = {**st, "train_sentences": len(parts[-1])}
+            train[t] = concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+        self._report(f"fine-tuning {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)}", 0, None)
+        train_log = finetune(model, train, pad_id=self.loaded.tokenizer.pad_token_id or 0, epochs=ft.epochs,
+                             lr=ft.lr, batch_size=ft.batch_size, sampling=ft.sampling, seed=ft.seed,
+                             freeze_embeddings=ft.freeze_embeddings, progress=self.progress,
+                             on_step=lambda d, n: self._report("fine-tuning", d, n))
+        return {"weights": trained_weights(model, freeze_embeddings=ft.freeze_embeddings),
+                "log": {**train_log.to_dict(), "data": stats, "device": str(_device_of(model))}}
+
+    def scores(self, sc: ScoreConfig) -> dict:
+        """Raw importance map ``scores["raw"]`` (layers, heads) and its metadata ``scores["meta"]``."""
+        def compute():
+            model = self.finetuned(sc.finetune)
+            data = self.eval_batches(sc.task, sc.lang, sc.split, sc.max_sentences, batch_size=16)
+            self._report(f"scoring heads: {sc.task}/{sc.lang}", 0, len(data))
+            imp = score_heads(model, _with_task(data, sc.task, model), method=sc.method, seed=sc.seed,
+                              progress=self.progress,
+                              on_step=lambda d, n: self._report(f"scoring heads: {sc.task}/{sc.lang}", d, n))
+            return {"raw": imp.raw, "meta": imp.to_meta()}
+        return self.store.get_or_compute(sc, compute)
+
+    def importance(self, sc: ScoreConfig, *, normalize: str = "layer_sum", minmax: bool = True) -> np.ndarray:
+        return normalise(self.scores(sc)["raw"], normalize=normalize, minmax=minmax)
+
+    def evaluation(self, ec: EvalConfig) -> dict:
+        """Metric and report under ``ec.mask`` (empty = no heads off)."""
+        def compute():
+            model = self.finetuned(ec.finetune)
+            mask = torch.tensor(ec.mask, dtype=torch.float32) if ec.mask else None
+            data = self.eval_batches(ec.task, ec.lang, ec.split, ec.max_sentences)
+            d = self.data(ec.task, ec.lang)
+            return {"result": evaluate(model, _with_task(data, ec.task, model), d.labels, kind=d.kind, mask=mask)}
+        return self.store.get_or_compute(ec, compute)["result"]
+
+    def curve(self, cc: CurveConfig) -> dict:
+        """Metric vs heads pruned for one strategy (see :func:`headprune_core.evaluate.curve`)."""
+        def compute():
+            model = self.finetuned(cc.finetune)
+            ranking = None
+            if cc.ranking is not None:
+                ranking = normalise(self.scores(cc.ranking)["raw"], normalize=cc.normalize)
+            data = self.eval_batches(cc.task, cc.lang, cc.split, cc.max_sentences)
+            d = self.data(cc.task, cc.lang)
+            what = f"curve {cc.strategy}: {cc.task}/{cc.lang}"
+            self._report(what, 0, None)
+            res = curve(model, _with_task(data, cc.task, model), d.labels, kind=d.kind, strategy=cc.strategy,
+                        steps=list(cc.steps) or default_steps(head_shape(model), step=cc.step or None),
+                        ranking=ranking, seeds=cc.seeds, progress=self.progress,
+                        on_step=lambda done, n: self._report(what, done, n))
+            return {"curve": res}
+        return self.store.get_or_compute(cc, compute)["curve"]
+
+    def refinetune(self, rc: RefinetuneConfig) -> dict:
+        """Ma et al.: for k = 1..max_k lowest-ranked heads, prune, re-fine-tune, keep the best k on dev."""
+        def compute():
+            task = rc.finetune.tasks[0]
+            dev_lang = rc.finetune.train_langs[0]
+            shape = head_shape(self.loaded.encoder)
+            ranking = normalise(self.scores(rc.ranking)["raw"], normalize=rc.normalize)
+            rows = []
+            for k in range(0, rc.max_k + 1):
+                mask = strategy_mask(shape, "importance", k, ranking=ranking)
+                pruned = tuple((int(a), int(b)) for a, b in zip(*np.where(mask.numpy() == 0)))
+                ft = replace(rc.finetune, pruned=pruned)
+                self._report(f"re-fine-tuning with {k} heads pruned", k, rc.max_k + 1)
+                dev = self.evaluation(self.eval_config(ft, task, dev_lang, split="validation",
+                                                       max_sentences=rc.max_sentences))
+                rows.append({"k": k, "pruned": [list(p) for p in pruned], "dev": dev["score"]})
+            best = max(rows, key=lambda r: (r["dev"], -r["k"]))
+            ft_best = replace(rc.finetune, pruned=tuple(tuple(p) for p in best["pruned"]))
+            tests = {}
+            for lang in rc.eval_langs or (dev_lang,):
+                base = self.evaluation(self.eval_config(rc.finetune, task, lang, max_sentences=rc.max_sentences))
+                after = self.evaluation(self.eval_config(ft_best, task, lang, max_sentences=rc.max_sentences))
+                tests[lang] = {"unpruned": base["score"], "pruned": after["score"], "metric": after["metric"]}
+            return {"result": {"rows": rows, "best_k": best["k"], "test": tests}}
+        return self.store.get_or_compute(rc, compute)["result"]
+
+    def _report(self, what: str, done: int, total: int | None) -> None:
+        if self.on_progress is not None:
+            self.on_progress(what, done, total)
+
+
+def _with_task(data: list[dict], task: str, model: HeadedEncoder) -> list[dict]:
+    """Tag batches with their task when the model has several heads."""
+    if len(model.tasks) == 1:
+        return data
+    return [{**b, "task": task} for b in data]
+
+
+def _device_of(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _stats_dict(stats) -> dict:
+    if stats is None:
+        return {}
+    if isinstance(stats, dict):
+        return dict(stats)
+    return {k: v for k, v in vars(stats).items() if isinstance(v, (int, float, str))}
+
+
+# --- presets -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """What a preset computes. Every job goes through the cache."""
+
+    name: str
+    description: str
+    model: str = "me5-small"
+    tasks: tuple[str, ...] = ("pos", "name")
+    langs: tuple[str, ...] = ("en", "de", "es", "fr", "it", "nl", "pt", "tr")
+    source_langs: tuple[str, ...] = ("en",)
+    settings: tuple[str, ...] = ("cross",)
+    method: str = "gate_grad"
+    strategies: tuple[str, ...] = ("importance",)
+    random_seeds: tuple[int, ...] = (0, 1, 2)
+    curve_step: int = 12
+    score_sentences: int = 300
+    eval_sentences: int = 300
+    train: dict = field(default_factory=lambda: {"max_train_sentences": 2000, "epochs": 2.0})
+
+    def restricted(self, *, langs: tuple[str, ...] | None = None, tasks: tuple[str, ...] | None = None,
+                   sentences: int | None = None) -> "StudyPlan":
+        """The same plan on fewer languages / tasks / sentences (for tests and quick looks)."""
+        plan = self
+        if langs:
+            plan = replace(plan, langs=tuple(langs))
+        if tasks:
+            plan = replace(plan, tasks=tuple(tasks))
+        if sentences:
+            plan = replace(plan, score_sentences=min(plan.score_sentences, sentences),
+                           eval_sentences=min(plan.eval_sentences, sentences),
+                           train={**plan.train, "max_train_sentences": sentences})
+        return plan
+
+
+PRESETS: dict[str, StudyPlan] = {
+    "demo": StudyPlan(
+        name="demo",
+        description="me5-small, POS and NAME (proper-name spans, a proxy for NER) in 8 languages, fine-tuned "
+                    "on English (cross-lingual), gate-gradient importance for every (task, language), "
+                    "importance-order curves everywhere plus random and reverse order for English.",
+        strategies=("importance",),
+        train={"max_train_sentences": 1000, "epochs": 2.0},
+        score_sentences=200,
+        eval_sentences=200,
+        curve_step=24,
+    ),
+}
+
+
+def get_preset(name: str) -> StudyPlan:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One cached computation of a plan."""
+
+    what: str
+    cfg: RunConfig
+    run: Callable[[], Any]
+
+
+def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
+    """Expand ``plan`` into jobs, in dependency order (fine-tune, then score, evaluate, curves)."""
+    jobs: list[Job] = []
+    for setting in plan.settings:
+        for task in plan.tasks:
+            from headprune_core.data import get_task
+            langs = [lang for lang in plan.langs if lang in get_task(task).languages]
+            ft = study.finetune_config(task, plan.source_langs, setting=setting, **plan.train)
+            jobs.append(Job(f"fine-tune {task} ({setting}, {'+'.join(ft.train_langs)})", ft,
+                            lambda ft=ft: study.finetuned(ft)))
+            for lang in langs:
+                sc = study.score_config(ft, task, lang, method=plan.method, max_sentences=plan.score_sentences)
+                jobs.append(Job(f"score heads {task}/{lang}", sc, lambda sc=sc: study.scores(sc)))
+                ec = study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences)
+                jobs.append(Job(f"evaluate {task}/{lang}", ec, lambda ec=ec: study.evaluation(ec)))
+            for lang in langs:
+                strategies = plan.strategies + (("random", "reverse") if lang in plan.source_langs else ())
+                for strategy in strategies:
+                    cc = study.curve_config(ft, task, lang, strategy=strategy, method=plan.method,
+                                            score_sentences=plan.score_sentences, step=plan.curve_step,
+                                            max_sentences=plan.eval_sentences,
+                                            seeds=plan.random_seeds if strategy == "random" else (0,))
+                    jobs.append(Job(f"curve {strategy} {task}/{lang}", cc, lambda cc=cc: study.curve(cc)))
+    return jobs
+
+
+def run_plan(study: Study, plan: StudyPlan, *, on_job: Callable[[int, int, str, bool], None] | None = None,
+             ) -> dict:
+    """Run every job of ``plan`` (cached ones are skipped); returns counts and wall time.
+
+    ``on_job(index, total, what, cached)`` is called before each job. Ctrl-C stops between steps: finished
+    entries stay valid and a rerun resumes from them.
+    """
+    start = time.perf_counter()
+    jobs = plan_jobs(study, plan)
+    computed = 0
+    for i, job in enumerate(jobs):
+        cached = study.store.has(job.cfg)
+        if on_job is not None:
+            on_job(i, len(jobs), job.what, cached)
+        if not cached:
+            log.info("computing: %s", job.what)
+            job.run()
+            computed += 1
+    return {"jobs": len(jobs), "computed": computed, "seconds": time.perf_counter() - start}
