@@ -1,0 +1,188 @@
+"""``load_task``: one entry point for every source (embedded corpora, Hugging Face Hub, local files).
+
+Whatever the source, the result is a ``TaskData`` whose ``dataset`` is a ``DatasetDict`` with the splits
+``train``, ``validation`` and ``test``. Token tasks have columns ``tokens`` (list[str]) and ``tags``
+(list[int], indices into ``labels``); sentence tasks have ``text`` (str), ``label`` (int) and, for sentence
+pairs, ``text_pair`` (str).
+
+>>> # data = load_task("pos", "de")
+>>> # data.labels[data.dataset["train"][0]["tags"][0]]
+>>> # load_task("pos", "xx", source="local", files={"train": "a.conll", "validation": "b.conll", "test": "c.conll"})
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import datasets
+
+from headprune_core.data.corpora import PREPARE_HINT, SPLITS, corpus_dir, is_prepared
+from headprune_core.data.formats import FileFormat, TextRecord, TokenRecord, read_file
+from headprune_core.data.registry import (SOURCES, TASKS, TaskInfo, UnknownName, check_language, get_task)
+
+
+class NotPrepared(FileNotFoundError):
+    """The embedded corpora have not been converted yet."""
+
+
+@dataclass
+class TaskData:
+    """A task's data in one language: three splits, the label names, and where it came from."""
+
+    dataset: datasets.DatasetDict
+    labels: list[str]
+    kind: str
+    task: str
+    lang: str
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def is_pair(self) -> bool:
+        return "text_pair" in self.dataset["train"].column_names
+
+    def __repr__(self) -> str:
+        counts = {s: len(d) for s, d in self.dataset.items()}
+        return f"TaskData({self.task}/{self.lang}, {self.kind}, {len(self.labels)} labels, {counts})"
+
+
+def features_for(kind: str, labels: Sequence[str], *, pair: bool = False) -> datasets.Features:
+    """The column types of a task: ClassLabel tags/label so that names travel with the data."""
+    if kind == "token":
+        return datasets.Features({"tokens": datasets.List(datasets.Value("string")),
+                                  "tags": datasets.List(datasets.ClassLabel(names=list(labels)))})
+    cols = {"text": datasets.Value("string")}
+    if pair:
+        cols["text_pair"] = datasets.Value("string")
+    cols["label"] = datasets.ClassLabel(names=list(labels))
+    return datasets.Features(cols)
+
+
+def encode_records(records: list, labels: Sequence[str], *, kind: str, split: str = "") -> datasets.Dataset:
+    """Records -> a Dataset with label indices; a label missing from ``labels`` raises with file:line."""
+    index = {l: i for i, l in enumerate(labels)}
+
+    def lookup(value, where: str):
+        key = value if isinstance(value, str) else None
+        if key is None and isinstance(value, int) and not isinstance(value, bool):
+            if 0 <= value < len(labels):
+                return value
+            raise ValueError(f"{where}: label index {value} out of range for {len(labels)} labels")
+        if key not in index:
+            raise ValueError(f"{where}: tag {value!r} is not in the label list {list(labels)}")
+        return index[key]
+
+    if kind == "token":
+        cols = {"tokens": [], "tags": []}
+        for rec in records:
+            if not isinstance(rec, TokenRecord):
+                raise ValueError(f"{rec.where()}: a sentence record where token records were expected")
+            cols["tokens"].append(list(rec.tokens))
+            cols["tags"].append([lookup(t, rec.where(i)) for i, t in enumerate(rec.tags)])
+        return datasets.Dataset.from_dict(cols, features=features_for(kind, labels))
+    pair = any(getattr(r, "text_pair", None) is not None for r in records)
+    cols = {"text": [], "label": []} | ({"text_pair": []} if pair else {})
+    for rec in records:
+        if not isinstance(rec, TextRecord):
+            raise ValueError(f"{rec.where()}: a token record where sentence records were expected")
+        cols["text"].append(rec.text)
+        cols["label"].append(lookup(rec.label, rec.where()))
+        if pair:
+            if rec.text_pair is None:
+                raise ValueError(f"{rec.where()}: missing 'text_pair' in a file of sentence pairs")
+            cols["text_pair"].append(rec.text_pair)
+    return datasets.Dataset.from_dict(cols, features=features_for(kind, labels, pair=pair))
+
+
+def infer_labels(records_by_split: Mapping[str, list], kind: str) -> list[str]:
+    """Label names seen in the data: sorted, with 'O' first for BIO tags."""
+    seen = set()
+    for records in records_by_split.values():
+        for rec in records:
+            seen.update(map(str, rec.tags) if kind == "token" else [str(rec.label)])
+    labels = sorted(seen)
+    if "O" in seen:
+        labels = ["O"] + [l for l in labels if l != "O"]
+    return labels
+
+
+def _check_splits(dd: datasets.DatasetDict, where: str) -> None:
+    for split in SPLITS:
+        if split not in dd:
+            raise ValueError(f"{where}: no {split!r} split (have: {', '.join(dd) or 'none'})")
+        if len(dd[split]) == 0:
+            raise ValueError(f"{where}: the {split!r} split is empty")
+
+
+def _from_records(by_split: Mapping[str, list], task: TaskInfo | None, name: str, lang: str, *,
+                  kind: str | None, labels: Sequence[str] | None, meta: dict) -> TaskData:
+    first = next((r for recs in by_split.values() for r in recs), None)
+    kind = kind or (task.kind if task else None) or ("token" if isinstance(first, TokenRecord) else "sentence")
+    if labels is None and task is not None and task.labels:
+        labels = task.labels
+    labels = list(labels) if labels is not None else infer_labels(by_split, kind)
+    dd = datasets.DatasetDict({s: encode_records(recs, labels, kind=kind, split=s) for s, recs in by_split.items()})
+    _check_splits(dd, f"{name}/{lang}")
+    return TaskData(dd, labels, kind, name, lang, meta)
+
+
+def load_embedded(task: str, lang: str) -> TaskData:
+    """A prepared embedded corpus from ``cache/corpora/<task>/<lang>``."""
+    info = get_task(task)
+    if "embedded" not in info.sources:
+        raise UnknownName(f"task {task!r} has no embedded corpus; its sources: {', '.join(info.sources)}")
+    check_language(info, lang)
+    folder = corpus_dir(task, lang)
+    if not is_prepared(task, lang):
+        raise NotPrepared(f"the embedded corpus {task}/{lang} is not prepared (no {folder}); {PREPARE_HINT}")
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    from headprune_core.data.formats import read_jsonl
+    by_split = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS}
+    data = _from_records(by_split, info, task, lang, kind=info.kind, labels=meta["labels"],
+                         meta={**meta, "source_kind": "embedded", "path": str(folder)})
+    return data
+
+
+def load_local(task: str, lang: str, files: Mapping[str, str | Path], *, format: FileFormat | None = None,
+               labels: Sequence[str] | None = None, kind: str | None = None, **read_kw) -> TaskData:
+    """Local files, one per split (``{"train": ..., "validation": ..., "test": ...}``).
+
+    ``task`` may be a registered task (its kind and, for pos/name, its labels are used) or any new name (then
+    give ``kind``, or it is inferred from the records). With a label list (given or the task's), a tag that is
+    not in it raises ``ValueError`` naming the file and line.
+    """
+    missing = [s for s in SPLITS if s not in files]
+    if missing:
+        raise ValueError(f"local files for {task}/{lang}: no file for split(s) {', '.join(missing)}; "
+                         f"give files={{'train': ..., 'validation': ..., 'test': ...}}")
+    info = TASKS.get(task)
+    by_split = {s: read_file(files[s], format, **read_kw) for s in SPLITS}
+    for s, recs in by_split.items():
+        if not recs:
+            raise ValueError(f"{files[s]}: the {s!r} split is empty")
+    return _from_records(by_split, info, task, lang, kind=kind, labels=labels,
+                         meta={"source_kind": "local", "files": {s: str(files[s]) for s in SPLITS}})
+
+
+def load_task(task: str, lang: str, *, source: str = "embedded", **kw) -> TaskData:
+    """Load ``task`` in language ``lang`` from ``source`` ("embedded", "hub" or "local").
+
+    Keyword options go to the source's loader: ``load_local`` (files=, format=, labels=, kind=) or
+    ``hub.load_hub`` (data_files=, treebank=, cache_dir=, revision=).
+
+    >>> # load_task("pos", "en").dataset["train"].features["tags"]
+    """
+    if source not in SOURCES:
+        raise UnknownName(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+    if source == "local":
+        if "files" not in kw:
+            raise ValueError("source='local' needs files={'train': path, 'validation': path, 'test': path}")
+        return load_local(task, lang, **kw)
+    if kw and source == "embedded":
+        raise TypeError(f"the embedded source takes no options, got {sorted(kw)}")
+    if source == "embedded":
+        return load_embedded(task, lang)
+    from headprune_core.data.hub import load_hub
+    return load_hub(task, lang, **kw)

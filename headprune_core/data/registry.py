@@ -1,0 +1,133 @@
+"""The task registry: every task the app knows, its kind, languages, labels and where its data comes from.
+
+Embedded tasks are converted at set-up from registry packages (see ``corpora``); Hub tasks load through
+``datasets.load_dataset`` (see ``hub``); any task name may also be read from local files (see ``loading``).
+
+>>> get_task("pos").languages
+('en', 'de', 'es', 'fr', 'it', 'nl', 'pt', 'tr')
+>>> get_task("xx")
+Traceback (most recent call last):
+...
+headprune_core.data.registry.UnknownName: unknown task 'xx'; known: pos, name, polarity-en, ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS
+
+Kind = Literal["token", "sentence"]
+Source = Literal["embedded", "hub", "local"]
+SOURCES: tuple[str, ...] = ("embedded", "hub", "local")
+
+POS_LANGUAGES = ("en", "de", "es", "fr", "it", "nl", "pt", "tr")
+XNLI_LANGUAGES = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh")
+PAWSX_LANGUAGES = ("de", "en", "es", "fr", "ja", "ko", "zh")
+POLARITY = ("negative", "positive")
+
+
+class UnknownName(KeyError, ValueError):
+    """An unknown task, language or source; the message lists the known ones (printed without quotes)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a task is; ``labels`` is empty where the labels come from the data (Hub ClassLabel names)."""
+
+    name: str
+    kind: Kind
+    languages: tuple[str, ...]
+    description: str
+    source: str
+    labels: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ("embedded", "local")
+    licence: str = ""
+
+
+_PATTERN = "Debian python3-pattern test corpora"
+_PATTERN_LICENCE = "for personal use only (pattern README); fetched at set-up, never copied into the repo"
+
+TASKS: dict[str, TaskInfo] = {t.name: t for t in (
+    TaskInfo("pos", "token", POS_LANGUAGES,
+             "Part-of-speech tagging with the 12 universal tags (Petrov et al. 2012); one label list for every "
+             "language, so zero-shot transfer is well defined",
+             f"{_PATTERN} (en de es fr it nl), dante-corpora Porttinari (pt), turkish-treebanks IMST-style (tr);"
+             " Hub: universal_dependencies", UNIVERSAL_TAGS, ("embedded", "hub", "local"),
+             "pattern corpora personal use; dante-corpora MIT; turkish-treebanks Apache-2.0"),
+    TaskInfo("name", "token", POS_LANGUAGES,
+             "Proper-name spans (BIO 'NAME') derived from gold proper-noun tags (NNP/NNPS, NE, NP, N(eigen), "
+             "PROPN, Turkish NNP): a PROXY for named-entity recognition, not real NER (no entity types, names "
+             "that are not proper nouns are missed, adjacent names merge)",
+             "same sentences and splits as 'pos'; Hub: universal_dependencies PROPN runs", NAME_TAGS,
+             ("embedded", "hub", "local"),
+             "pattern corpora personal use; dante-corpora MIT; turkish-treebanks Apache-2.0"),
+    TaskInfo("polarity-en", "sentence", ("en",),
+             "English sentence polarity (Pang & Lee sentence polarity v1.0, movie snippets)",
+             f"{_PATTERN}: polarity-en-pang&lee2.csv (holds the 4,000 sentences; pattern's README swaps lee1/lee2)",
+             POLARITY, licence=_PATTERN_LICENCE),
+    TaskInfo("reviews-en", "sentence", ("en",),
+             "English movie-review polarity (Pang & Lee polarity v2.0, whole reviews: long, mostly truncated "
+             "at 128 tokens)",
+             f"{_PATTERN}: polarity-en-pang&lee1.csv (holds the 1,500 reviews)", POLARITY,
+             licence=_PATTERN_LICENCE),
+    TaskInfo("uncertainty-en", "sentence", ("en",),
+             "English hedge detection (CoNLL-2010 biomedical sentences): certain vs uncertain",
+             f"{_PATTERN}: uncertainty-conll2010.csv", ("uncertain", "certain"), licence=_PATTERN_LICENCE),
+    TaskInfo("polarity-de", "sentence", ("de",), "German book-review polarity (Amazon.de; only 200 reviews)",
+             f"{_PATTERN}: polarity-de-amazon.csv", POLARITY, licence=_PATTERN_LICENCE),
+    TaskInfo("polarity-fr", "sentence", ("fr",), "French book-review polarity (Amazon.fr)",
+             f"{_PATTERN}: polarity-fr-amazon.csv", POLARITY, licence=_PATTERN_LICENCE),
+    TaskInfo("polarity-nl", "sentence", ("nl",), "Dutch book-review polarity (bol.com)",
+             f"{_PATTERN}: polarity-nl-bol.com.csv", POLARITY, licence=_PATTERN_LICENCE),
+    TaskInfo("emotion-pt", "sentence", ("pt",),
+             "Portuguese emotion of stock-market tweets (DANTEStocks, Plutchik emotions + neutral); only "
+             "tweets with exactly one emotion marked are kept",
+             "dante-corpora 2.0.5: dantestocks/emotion.csv + base.csv",
+             ("trust", "disgust", "joy", "sadness", "anticipation", "surprise", "anger", "fear", "neutral"),
+             licence="MIT"),
+    TaskInfo("stance-pt", "sentence", ("pt",),
+             "Portuguese stance of politicians' tweets towards COVID-19 vaccination (DANTEShots); tweets not "
+             "about vaccines are dropped",
+             "dante-corpora 2.0.5: danteshots/stance.csv + base.csv", ("favour", "neutral", "against"),
+             licence="MIT"),
+    # Hub-only tasks (need network or a local copy laid out like the Hub data).
+    TaskInfo("ner", "token", ("*",), "Named-entity recognition (WikiANN: PER, ORG, LOC; 176 languages)",
+             "Hub: unimelb-nlp/wikiann (config = language)", (), ("hub", "local")),
+    *(TaskInfo(name, "sentence", ("en",), desc, f"Hub: nyu-mll/glue ({name})", (), ("hub",))
+      for name, desc in (("sst2", "GLUE SST-2 sentence sentiment"), ("cola", "GLUE CoLA acceptability"),
+                         ("mrpc", "GLUE MRPC paraphrase (pairs)"), ("qqp", "GLUE QQP duplicate questions (pairs)"),
+                         ("mnli", "GLUE MNLI inference (pairs; test = validation_matched)"),
+                         ("qnli", "GLUE QNLI question answering inference (pairs)"),
+                         ("rte", "GLUE RTE inference (pairs)"), ("wnli", "GLUE WNLI inference (pairs)"))),
+    TaskInfo("xnli", "sentence", XNLI_LANGUAGES, "Cross-lingual natural language inference (pairs)",
+             "Hub: facebook/xnli (config = language)", ("entailment", "neutral", "contradiction"), ("hub",)),
+    TaskInfo("paws-x", "sentence", PAWSX_LANGUAGES, "Cross-lingual paraphrase adversaries (pairs)",
+             "Hub: google-research-datasets/paws-x (config = language)", (), ("hub",)),
+)}
+
+EMBEDDED_TASKS: tuple[str, ...] = tuple(n for n, t in TASKS.items() if "embedded" in t.sources)
+
+
+def list_tasks(*, source: str | None = None, kind: str | None = None) -> list[TaskInfo]:
+    """All registered tasks, optionally only those with a given source or kind."""
+    return [t for t in TASKS.values()
+            if (source is None or source in t.sources) and (kind is None or t.kind == kind)]
+
+
+def get_task(name: str) -> TaskInfo:
+    """The task called ``name``; an unknown name raises ``KeyError`` listing the known ones."""
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise UnknownName(f"unknown task {name!r}; known: {', '.join(TASKS)}") from None
+
+
+def check_language(task: TaskInfo, lang: str) -> None:
+    """Raise ``UnknownName`` (a KeyError) listing the task's languages when ``lang`` is not one of them."""
+    if "*" not in task.languages and lang not in task.languages:
+        raise UnknownName(f"unknown language {lang!r} for task {task.name!r}; known: {', '.join(task.languages)}")
