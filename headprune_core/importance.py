@@ -18,7 +18,6 @@ row divided by its sum, Ma et al. / GradTS), then optional global min-max to [0,
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, get_args
@@ -247,14 +246,6 @@ def _entropy_step(model, batch, loss_fn, shape, device) -> torch.Tensor:
 
 
 def spearman_matrix(maps: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray]:
-    """Spearman correlation between the flattened head rankings of each pair of maps."""
-    from scipy.stats import spearmanr
-
-    names = list(maps)
-    n = len(names)
-    out = np.eye(n)
-    for a in range(n):
-        for b in range(a + 1, n):
-            rho = spearmanr(maps[names[a]].ravel(), maps[names[b]].ravel()).statistic
-            out[a, b] = out[b, a] = 0.0 if math.isnan(rho) else rho
-    return names, out
+    """Spearman correlation between the flattened head rankings of each pair of maps (e.g. languages)."""
+    from headprune_core.affinity import correlation_matrix
+    return correlation_matrix(maps, kind="spearman")
