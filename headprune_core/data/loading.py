@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import datasets
 
 from headprune_core.data.corpora import PREPARE_HINT, SPLITS, corpus_dir, is_prepared
-from headprune_core.data.formats import FileFormat, TextRecord, TokenRecord, read_file
+from headprune_core.data.formats import FileFormat, TextRecord, TokenRecord, read_file, read_jsonl
 from headprune_core.data.registry import (SOURCES, TASKS, TaskInfo, UnknownName, check_language, get_task)
 
 
@@ -138,7 +138,6 @@ def load_embedded(task: str, lang: str) -> TaskData:
     if not is_prepared(task, lang):
         raise NotPrepared(f"the embedded corpus {task}/{lang} is not prepared (no {folder}); {PREPARE_HINT}")
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    from headprune_core.data.formats import read_jsonl
     by_split = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS}
     data = _from_records(by_split, info, task, lang, kind=info.kind, labels=meta["labels"],
                          meta={**meta, "source_kind": "embedded", "path": str(folder)})
@@ -146,12 +145,14 @@ def load_embedded(task: str, lang: str) -> TaskData:
 
 
 def load_local(task: str, lang: str, files: Mapping[str, str | Path], *, format: FileFormat | None = None,
-               labels: Sequence[str] | None = None, kind: str | None = None, **read_kw) -> TaskData:
+               labels: Sequence[str] | None = None, kind: str | None = None, tagset: str | None = None,
+               **read_kw) -> TaskData:
     """Local files, one per split (``{"train": ..., "validation": ..., "test": ...}``).
 
     ``task`` may be a registered task (its kind and, for pos/name, its labels are used) or any new name (then
     give ``kind``, or it is inferred from the records). With a label list (given or the task's), a tag that is
-    not in it raises ``ValueError`` naming the file and line.
+    not in it raises ``ValueError`` naming the file and line. ``tagset`` (e.g. "penn", "stts", "upos") maps
+    native tags onto the universal tags first, strictly: a tag missing from the table raises with file:line.
     """
     missing = [s for s in SPLITS if s not in files]
     if missing:
@@ -162,6 +163,16 @@ def load_local(task: str, lang: str, files: Mapping[str, str | Path], *, format:
     for s, recs in by_split.items():
         if not recs:
             raise ValueError(f"{files[s]}: the {s!r} split is empty")
+    if tagset is not None:
+        from headprune_core.data.tagsets import UNIVERSAL_TAGS, TagMapper
+        mapper = TagMapper(tagset, strict=True)  # type: ignore[arg-type]
+        for recs in by_split.values():
+            for rec in recs:
+                for i, t in enumerate(rec.tags):
+                    if str(t) not in mapper.table and mapper.key(str(t)) not in mapper.table:
+                        raise ValueError(f"{rec.where(i)}: tag {t!r} is not in the {tagset} table")
+                rec.tags = [mapper.map(str(t)) for t in rec.tags]
+        labels = labels or UNIVERSAL_TAGS
     return _from_records(by_split, info, task, lang, kind=kind, labels=labels,
                          meta={"source_kind": "local", "files": {s: str(files[s]) for s in SPLITS}})
 
