@@ -430,6 +430,17 @@ def _write(out: _Output) -> Path:
     return final
 
 
+def write_corpus(task: str, lang: str, records: list[dict], meta: dict) -> Path:
+    """Write records (``{"tokens", "tags"}`` or ``{"text", "label"}`` with label NAMES) as an embedded corpus.
+
+    ``meta`` needs ``kind`` ("token"/"sentence") and ``labels``; splits, counts and the format version are
+    added. Used by ``prepare_corpora`` and by test fixtures that need a small prepared corpus.
+    """
+    if meta.get("kind") not in ("token", "sentence") or not meta.get("labels"):
+        raise ValueError("meta needs kind ('token' or 'sentence') and labels")
+    return _write(_Output(task, lang, records, dict(meta)))
+
+
 def prepare_corpora(*, force: bool = False, progress: bool = True) -> PrepareReport:
     """Fetch and convert every embedded corpus into ``cache/corpora``; see the module docstring.
 

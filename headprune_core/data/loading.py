@@ -64,14 +64,16 @@ def encode_records(records: list, labels: Sequence[str], *, kind: str, split: st
     """Records -> a Dataset with label indices; a label missing from ``labels`` raises with file:line."""
     index = {l: i for i, l in enumerate(labels)}
 
+    what = "tag" if kind == "token" else "label"
+
     def lookup(value, where: str):
         key = value if isinstance(value, str) else None
         if key is None and isinstance(value, int) and not isinstance(value, bool):
             if 0 <= value < len(labels):
                 return value
-            raise ValueError(f"{where}: label index {value} out of range for {len(labels)} labels")
+            raise ValueError(f"{where}: {what} index {value} out of range for {len(labels)} labels")
         if key not in index:
-            raise ValueError(f"{where}: tag {value!r} is not in the label list {list(labels)}")
+            raise ValueError(f"{where}: {what} {value!r} is not in the label list {list(labels)}")
         return index[key]
 
     if kind == "token":
@@ -98,10 +100,11 @@ def encode_records(records: list, labels: Sequence[str], *, kind: str, split: st
 
 def infer_labels(records_by_split: Mapping[str, list], kind: str) -> list[str]:
     """Label names seen in the data: sorted, with 'O' first for BIO tags."""
-    seen = set()
-    for records in records_by_split.values():
-        for rec in records:
-            seen.update(map(str, rec.tags) if kind == "token" else [str(rec.label)])
+    values = [v for records in records_by_split.values() for rec in records
+              for v in (rec.tags if kind == "token" else [rec.label])]
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return [str(i) for i in range(max(values) + 1)]  # indices: names are the indices themselves
+    seen = {str(v) for v in values}
     labels = sorted(seen)
     if "O" in seen:
         labels = ["O"] + [l for l in labels if l != "O"]

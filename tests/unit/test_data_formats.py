@@ -155,3 +155,16 @@ def test_local_needs_every_split(tmp_path):
     with pytest.raises(FileNotFoundError):
         load_task("pos", "en", source="local", files={s: tmp_path / "nope.conll"
                                                       for s in ("train", "validation", "test")})
+
+
+def test_integer_tags_without_labels_are_indices(tmp_path):
+    rows = "\n".join(json.dumps({"tokens": ["a"] * 3, "tags": t}) for t in ([0, 2, 10], [1, 1, 1]))
+    data = load_task("ints", "en", source="local", files=splits(tmp_path, ".jsonl", rows))
+    assert data.labels == [str(i) for i in range(11)]
+    assert data.dataset["train"][0]["tags"] == [0, 2, 10]
+
+
+def test_sentence_label_not_in_list(tmp_path):
+    files = splits(tmp_path, ".csv", '"1","fine"\n"-1","awful"\n')
+    with pytest.raises(ValueError, match=r"train\.csv:1: label '1' is not in the label list \['negative'"):
+        load_task("polarity-de", "de", source="local", files=files)

@@ -10,7 +10,7 @@ from headprune_core import fetch
 from headprune_core.data import (TASKS, NotPrepared, UNIVERSAL_TAGS, get_task, list_tasks, load_task,
                                  prepare_corpora)
 from headprune_core.data import corpora
-from headprune_core.data.corpora import _Output, _Source, _sentence_output, _token_outputs
+from headprune_core.data.corpora import _Source, _sentence_output, _token_outputs
 from headprune_core.data.tagsets import TagMapper
 
 
@@ -142,3 +142,14 @@ def test_empty_split_in_embedded_corpus_is_a_clear_error(cache, monkeypatch):
     prepare_corpora(progress=False)
     with pytest.raises(ValueError, match="pos/en: the 'validation' split is empty"):
         load_task("pos", "en")
+
+
+def test_write_corpus_public_writer(cache):
+    from headprune_core.data.corpora import write_corpus
+    recs = [{"text": f"t{i}", "label": "positive"} for i in range(10)]
+    path = write_corpus("polarity-en", "en", recs, {"kind": "sentence", "labels": ["negative", "positive"],
+                                                    "source": "test"})
+    assert (path / "meta.json").is_file()
+    assert sum(len(d) for d in load_task("polarity-en", "en").dataset.values()) == 10
+    with pytest.raises(ValueError, match="meta needs kind"):
+        write_corpus("pos", "en", [], {})
