@@ -82,6 +82,7 @@ class FinetuneConfig(RunConfig):
     setting: str = "cross"
     epochs: float = 2.0
     lr: float = 5e-5
+    head_lr: float = 1e-3  # the new classifiers; the encoder learns at lr
     batch_size: int = 16
     max_length: int = 128
     max_train_sentences: int | None = 2000

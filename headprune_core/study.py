@@ -174,7 +174,7 @@ class Study:
             train[t] = concatenate_datasets(parts) if len(parts) > 1 else parts[0]
         self._report(f"fine-tuning {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)}", 0, None)
         train_log = finetune(model, train, pad_id=self.loaded.tokenizer.pad_token_id or 0, epochs=ft.epochs,
-                             lr=ft.lr, batch_size=ft.batch_size, sampling=ft.sampling, seed=ft.seed,
+                             lr=ft.lr, head_lr=ft.head_lr, batch_size=ft.batch_size, sampling=ft.sampling, seed=ft.seed,
                              freeze_embeddings=ft.freeze_embeddings, progress=self.progress,
                              on_step=lambda d, n: self._report("fine-tuning", d, n))
         return {"weights": trained_weights(model, freeze_embeddings=ft.freeze_embeddings),
@@ -270,7 +270,7 @@ def _stats_dict(stats) -> dict:
         return {}
     if isinstance(stats, dict):
         return dict(stats)
-    return {k: v for k, v in vars(stats).items() if isinstance(v, (int, float, str))}
+    return stats.to_dict()
 
 
 # --- presets -----------------------------------------------------------------------------------------------
