@@ -33,6 +33,16 @@ Progress = Callable[[str, int, int | None], None]
 """on_progress(what, done, total): called as work advances (for a UI progress bar)."""
 
 
+def split_unit(unit: str, default_lang: str | None = None) -> tuple[str, str | None]:
+    """``"pos/de"`` -> ``("pos", "de")``; a bare task name keeps ``default_lang``.
+
+    A fine-tuning run's tasks are units: a bare task trains on every ``train_langs`` language, ``task/lang``
+    only on that language (GradTS mixes tasks of different languages in one multi-task run).
+    """
+    task, _, lang = unit.partition("/")
+    return task, (lang or default_lang)
+
+
 class Study:
     """Computes and caches every result for one model. Expensive resources load lazily."""
 
@@ -99,7 +109,7 @@ class Study:
     def eval_batches(self, task: str, lang: str, split: str, limit: int | None, *, batch_size: int = 32):
         ds, _ = self.tokenized(task, lang, split)
         pad = self.loaded.tokenizer.pad_token_id or 0
-        return batches(ds, batch_size=batch_size, pad_id=pad, limit=limit)
+        return batches(subset(ds, limit), batch_size=batch_size, pad_id=pad)
 
     # --- configurations ------------------------------------------------------------------------------------
     def finetune_config(self, tasks: tuple[str, ...] | str, train_langs: tuple[str, ...] | str = ("en",), *,
@@ -109,13 +119,19 @@ class Study:
         train_langs = (train_langs,) if isinstance(train_langs, str) else tuple(train_langs)
         if setting == "multi":
             from headprune_core.data import get_task
-            train_langs = tuple(sorted(set.intersection(*(set(get_task(t).languages) for t in tasks))))
-        fp = hashlib.sha256("|".join(self.data_fp(t, train_langs) for t in tasks).encode()).hexdigest()[:16]
+            train_langs = tuple(sorted(set.intersection(*(set(get_task(split_unit(t)[0]).languages)
+                                                           for t in tasks))))
+        fps = []
+        for unit in tasks:
+            task, lang = split_unit(unit)
+            fps.append(self.data_fp(task, [lang] if lang else train_langs))
+        fp = hashlib.sha256("|".join(fps).encode()).hexdigest()[:16]
         return FinetuneConfig(model=self.model_id, tasks=tasks, train_langs=train_langs, setting=setting,
                               model_fp=self.model_fp, data_fp=fp, **overrides)
 
     def score_config(self, ft: FinetuneConfig, task: str, lang: str, **kw) -> ScoreConfig:
-        return ScoreConfig(finetune=ft, task=task, lang=lang, data_fp=self.data_fp(task, [lang]), **kw)
+        return ScoreConfig(finetune=ft, task=task, lang=lang, data_fp=self.data_fp(split_unit(task)[0], [lang]),
+                           **kw)
 
     def curve_config(self, ft: FinetuneConfig, task: str, lang: str, *, strategy: str = "importance",
                      ranking_lang: str | None = None, method: str = "gate_grad", score_sentences: int = 300,
@@ -125,11 +141,12 @@ class Study:
             ranking = self.score_config(ft, task, ranking_lang or lang, method=method,
                                         max_sentences=score_sentences)
         return CurveConfig(finetune=ft, task=task, lang=lang, strategy=strategy, ranking=ranking,
-                           data_fp=self.data_fp(task, [lang]), **kw)
+                           data_fp=self.data_fp(split_unit(task)[0], [lang]), **kw)
 
     def eval_config(self, ft: FinetuneConfig, task: str, lang: str, mask=None, **kw) -> EvalConfig:
         rows = () if mask is None else tuple(tuple(float(v) for v in row) for row in np.asarray(mask))
-        return EvalConfig(finetune=ft, task=task, lang=lang, mask=rows, data_fp=self.data_fp(task, [lang]), **kw)
+        return EvalConfig(finetune=ft, task=task, lang=lang, mask=rows,
+                          data_fp=self.data_fp(split_unit(task)[0], [lang]), **kw)
 
     # --- results -------------------------------------------------------------------------------------------
     def finetuned(self, ft: FinetuneConfig) -> HeadedEncoder:
@@ -149,8 +166,10 @@ class Study:
     def _build(self, ft: FinetuneConfig) -> HeadedEncoder:
         import copy
         encoder = copy.deepcopy(self.loaded.encoder)
-        heads = {t: TaskHead(self.data(t, ft.train_langs[0]).kind, tuple(self.data(t, ft.train_langs[0]).labels))
-                 for t in ft.tasks}
+        heads = {}
+        for unit in ft.tasks:
+            d = self.data(*split_unit(unit, ft.train_langs[0]))
+            heads[unit] = TaskHead(d.kind, tuple(d.labels))
         torch.manual_seed(ft.seed)
         model = HeadedEncoder(encoder, heads).to(next(encoder.parameters()).device)
         if ft.pruned:
@@ -164,14 +183,14 @@ class Study:
         from datasets import concatenate_datasets
         model = self._build(ft)
         train, stats = {}, {}
-        for t in ft.tasks:
+        for unit in ft.tasks:
+            task, lang = split_unit(unit)
             parts = []
-            for lang in ft.train_langs:
-                ds, st = self.tokenized(t, lang, "train")
-                cap = ft.max_train_sentences
-                parts.append(ds.select(range(min(cap, len(ds)))) if cap else ds)
-                stats[f"{t}/{lang}"] = {**st, "train_sentences": len(parts[-1])}
-            train[t] = concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+            for lang in [lang] if lang else ft.train_langs:
+                ds, st = self.tokenized(task, lang, "train")
+                parts.append(subset(ds, ft.max_train_sentences, seed=ft.seed))
+                stats[f"{task}/{lang}"] = {**st, "train_sentences": len(parts[-1])}
+            train[unit] = concatenate_datasets(parts) if len(parts) > 1 else parts[0]
         self._report(f"fine-tuning {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)}", 0, None)
         train_log = finetune(model, train, pad_id=self.loaded.tokenizer.pad_token_id or 0, epochs=ft.epochs,
                              lr=ft.lr, head_lr=ft.head_lr, batch_size=ft.batch_size, sampling=ft.sampling, seed=ft.seed,
@@ -184,7 +203,7 @@ class Study:
         """Raw importance map ``scores["raw"]`` (layers, heads) and its metadata ``scores["meta"]``."""
         def compute():
             model = self.finetuned(sc.finetune)
-            data = self.eval_batches(sc.task, sc.lang, sc.split, sc.max_sentences, batch_size=16)
+            data = self.eval_batches(split_unit(sc.task)[0], sc.lang, sc.split, sc.max_sentences, batch_size=16)
             self._report(f"scoring heads: {sc.task}/{sc.lang}", 0, len(data))
             imp = score_heads(model, _with_task(data, sc.task, model), method=sc.method, seed=sc.seed,
                               progress=self.progress,
@@ -200,8 +219,8 @@ class Study:
         def compute():
             model = self.finetuned(ec.finetune)
             mask = torch.tensor(ec.mask, dtype=torch.float32) if ec.mask else None
-            data = self.eval_batches(ec.task, ec.lang, ec.split, ec.max_sentences)
-            d = self.data(ec.task, ec.lang)
+            data = self.eval_batches(split_unit(ec.task)[0], ec.lang, ec.split, ec.max_sentences)
+            d = self.data(split_unit(ec.task)[0], ec.lang)
             return {"result": evaluate(model, _with_task(data, ec.task, model), d.labels, kind=d.kind, mask=mask)}
         return self.store.get_or_compute(ec, compute)["result"]
 
@@ -212,8 +231,8 @@ class Study:
             ranking = None
             if cc.ranking is not None:
                 ranking = normalise(self.scores(cc.ranking)["raw"], normalize=cc.normalize)
-            data = self.eval_batches(cc.task, cc.lang, cc.split, cc.max_sentences)
-            d = self.data(cc.task, cc.lang)
+            data = self.eval_batches(split_unit(cc.task)[0], cc.lang, cc.split, cc.max_sentences)
+            d = self.data(split_unit(cc.task)[0], cc.lang)
             what = f"curve {cc.strategy}: {cc.task}/{cc.lang}"
             self._report(what, 0, None)
             res = curve(model, _with_task(data, cc.task, model), d.labels, kind=d.kind, strategy=cc.strategy,
@@ -254,10 +273,23 @@ class Study:
             self.on_progress(what, done, total)
 
 
+def subset(ds, n: int | None, *, seed: int = 0):
+    """A seeded random sample of ``n`` rows (all rows if ``n`` is None or larger).
+
+    Splits keep corpus order, and some corpora are sorted by label: the first ``n`` rows would be biased.
+    """
+    if n is None or n >= len(ds):
+        return ds
+    order = np.random.default_rng(seed).permutation(len(ds))[:n]
+    return ds.select(sorted(int(i) for i in order))
+
+
 def _with_task(data: list[dict], task: str, model: HeadedEncoder) -> list[dict]:
-    """Tag batches with their task when the model has several heads."""
+    """Tag batches with their task (classifier name) when the model has several."""
     if len(model.tasks) == 1:
         return data
+    if task not in model.tasks:
+        raise ValueError(f"the model has no classifier for {task!r}; it has: {', '.join(model.tasks)}")
     return [{**b, "task": task} for b in data]
 
 
