@@ -1,0 +1,91 @@
+"""headprune dashboard: the frame and router. ``streamlit run app.py``
+
+The sidebar holds the choices every page shares (study plan, model, task, setting, languages, importance
+method and normalisation); each page reads them from ``st.session_state["selection"]``, calls
+``headprune_app.cached`` and renders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from headprune_app import cached
+from headprune_app import selection as S
+from headprune_core.config import SETTINGS
+from headprune_core.importance import METHODS, NORMALIZATIONS
+from headprune_core.models import EMBEDDED
+from headprune_core.store import cache_root
+
+st.set_page_config(page_title="headprune", page_icon=":material/content_cut:", layout="wide")
+
+PAGES = [
+    st.Page("headprune_app/pages/home.py", title="Overview", icon=":material/home:", default=True),
+    st.Page("headprune_app/pages/importance.py", title="Head importance", icon=":material/grid_on:"),
+    st.Page("headprune_app/pages/prune.py", title="Prune & evaluate", icon=":material/content_cut:"),
+    st.Page("headprune_app/pages/inspector.py", title="Head inspector", icon=":material/search:"),
+    st.Page("headprune_app/pages/runs.py", title="Runs", icon=":material/storage:"),
+]
+METHOD_HELP = {"gate_grad": "|d loss / d head gate| (Michel et al.; Ma et al.)",
+               "kv_grad": "key/value weight gradients (GradTS)", "taylor": "first-order Taylor (TextPruner)",
+               "entropy": "attention concentration (no labels)", "random": "seeded random baseline"}
+NORM_HELP = {"none": "raw scores", "layer_l2": "each layer divided by its L2 norm",
+             "layer_sum": "each layer divided by its sum (Ma et al., GradTS)"}
+
+
+def _model_name(model_id: str) -> str:
+    return Path(model_id).name if "/" in model_id else model_id
+
+
+def sidebar() -> S.Selection:
+    """The shared choices; widget keys carry their context so stale values never meet new options."""
+    root = str(cache_root())
+    plans, problems = S.available_plans()
+    ready = [n for n, p in plans.items() if cached.model_info(p.model)["ready"]]
+    names = list(plans)
+    with st.sidebar:
+        name = st.selectbox("Study plan", names, index=names.index(ready[0]) if ready else 0, key="plan",
+                            help="A preset or a plan file in <cache>/plans: which results to compute and show.")
+        plan = plans[name]
+        st.caption(plan.description)
+        for p in problems:
+            st.caption(f":orange[unreadable plan file {p}]")
+        models = list(dict.fromkeys([plan.model, *EMBEDDED]))
+        model = st.selectbox("Model", models, format_func=_model_name, key=f"model:{name}")
+        info = cached.model_info(model)
+        if info.get("quantised"):
+            st.caption(f":orange[{info['quantised']}]: {info.get('note') or ''}")
+        elif info.get("note"):
+            st.caption(info["note"])
+        tasks = list(dict.fromkeys([*plan.tasks, "pos", "name"]))
+        task = st.selectbox("Task", tasks, format_func=S.task_label, key=f"task:{name}")
+        setting = st.radio("Setting", list(dict.fromkeys([*plan.settings, *SETTINGS])), horizontal=True,
+                           key=f"setting:{name}", help="cross: fine-tune on one language, test on the others; "
+                                                       "multi: fine-tune on every language")
+        langs_ok = cached.prepared_languages(task, root)
+        src_default = plan.source_langs[0] if plan.source_langs else "en"
+        sources = list(dict.fromkeys([src_default, *langs_ok]))
+        source = st.selectbox("Fine-tuned on", sources, format_func=S.lang_label, key=f"source:{name}:{task}",
+                              disabled=setting == "multi")
+        default_langs = [lang for lang in plan.langs if lang in langs_ok]
+        langs = st.multiselect("Languages", langs_ok, default=default_langs, format_func=S.lang_label,
+                               key=f"langs:{name}:{task}")
+        if not langs_ok:
+            st.caption(":orange[No corpus of this task is prepared in this cache.]")
+        lang = st.selectbox("Focus language", langs or [source], format_func=S.lang_label,
+                            key=f"lang:{name}:{task}:{','.join(langs)}")
+        methods = list(dict.fromkeys([plan.method, *METHODS]))
+        method = st.selectbox("Importance method", methods, format_func=lambda m: f"{m}: {METHOD_HELP.get(m, '')}",
+                              key=f"method:{name}")
+        normalize = st.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index("layer_sum"),
+                                 format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize")
+        minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax")
+        st.caption(f"Cache: `{root}`")
+    return S.Selection(plan=plan, model=model, task=task, setting=setting, source=source, langs=tuple(langs),
+                       lang=lang, method=method, normalize=normalize, minmax=minmax)
+
+
+nav = st.navigation(PAGES)
+st.session_state["selection"] = sidebar()
+nav.run()

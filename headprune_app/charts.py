@@ -1,0 +1,271 @@
+"""Plotly figures and tables for the dashboard: pure functions of arrays, no Streamlit, unit-tested.
+
+Every map is ``(layers, heads)`` (the project's one convention); layer 0 is drawn at the bottom, as the lowest
+layer of the stack.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+IMPORTANCE_SCALE = "Viridis"
+KEPT, PRUNED = "#4c78a8", "#d9d9d9"
+PNG_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def png_config(filename: str) -> dict:
+    """``st.plotly_chart`` config whose camera button saves a PNG named ``filename``."""
+    return {**PNG_CONFIG, "toImageButtonOptions": {**PNG_CONFIG["toImageButtonOptions"], "filename": filename}}
+
+
+def ranks(scores: np.ndarray) -> np.ndarray:
+    """Rank of every head, 1 = most important; ties keep head order (layer-major), as pruning orders them.
+
+    >>> ranks(np.array([[0.1, 0.9], [0.5, 0.5]])).tolist()
+    [[4, 1], [2, 3]]
+    """
+    flat = np.asarray(scores, dtype=np.float64).ravel()
+    order = np.lexsort((np.arange(flat.size), -flat))  # descending score, stable
+    out = np.empty(flat.size, dtype=np.int64)
+    out[order] = np.arange(1, flat.size + 1)
+    return out.reshape(np.shape(scores))
+
+
+def _heatmap(scores: np.ndarray, *, zmin: float | None, zmax: float | None, coloraxis: str | None = None,
+             score_label: str = "score") -> go.Heatmap:
+    layers, heads = np.shape(scores)
+    total = layers * heads
+    return go.Heatmap(
+        z=scores, x=list(range(heads)), y=list(range(layers)), customdata=ranks(scores),
+        zmin=zmin, zmax=zmax, colorscale=None if coloraxis else IMPORTANCE_SCALE, coloraxis=coloraxis,
+        hovertemplate=f"layer %{{y}}, head %{{x}}<br>{score_label} %{{z:.4g}}<br>rank %{{customdata}} of {total}"
+                      "<extra></extra>",
+        xgap=1, ygap=1)
+
+
+def importance_heatmap(scores: np.ndarray, *, title: str = "", zmin: float | None = None,
+                       zmax: float | None = None, score_label: str = "importance") -> go.Figure:
+    """One layer x head heatmap; hover shows layer, head, score and rank."""
+    fig = go.Figure(_heatmap(scores, zmin=zmin, zmax=zmax, score_label=score_label))
+    fig.update_layout(title=title, xaxis_title="head", yaxis_title="layer", height=420,
+                      margin=dict(l=10, r=10, t=50 if title else 10, b=10))
+    fig.update_xaxes(dtick=1)
+    fig.update_yaxes(dtick=1)
+    return fig
+
+
+def small_multiples(maps: dict[str, np.ndarray], *, zmin: float, zmax: float, cols: int = 4,
+                    score_label: str = "importance") -> go.Figure:
+    """One heatmap per language on one shared colour scale (so the languages can be compared)."""
+    names = list(maps)
+    cols = max(1, min(cols, len(names)))
+    rows = -(-len(names) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.03,
+                        vertical_spacing=0.12 if rows > 1 else 0.0)
+    for i, name in enumerate(names):
+        fig.add_trace(_heatmap(maps[name], zmin=zmin, zmax=zmax, coloraxis="coloraxis", score_label=score_label),
+                      row=i // cols + 1, col=i % cols + 1)
+    fig.update_layout(coloraxis=dict(colorscale=IMPORTANCE_SCALE, cmin=zmin, cmax=zmax),
+                      height=230 * rows + 40, margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_xaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=False)
+    return fig
+
+
+def cluster_order(matrix: np.ndarray) -> list[int]:
+    """Leaf order of an average-linkage clustering on 1 - correlation (similar languages end up adjacent)."""
+    n = len(matrix)
+    if n < 3:
+        return list(range(n))
+    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.spatial.distance import squareform
+
+    dist = np.clip(1.0 - np.asarray(matrix, dtype=np.float64), 0.0, 2.0)
+    dist = (dist + dist.T) / 2
+    np.fill_diagonal(dist, 0.0)
+    return [int(i) for i in leaves_list(linkage(squareform(dist, checks=False), method="average"))]
+
+
+def spearman_heatmap(names: Sequence[str], matrix: np.ndarray, *, title: str = "") -> go.Figure:
+    """Language x language Spearman correlation of head rankings, ordered by clustering."""
+    order = cluster_order(matrix)
+    labels = [names[i] for i in order]
+    z = np.asarray(matrix)[np.ix_(order, order)]
+    fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, zmin=-1, zmax=1, colorscale="RdBu", reversescale=False,
+                               texttemplate="%{z:.2f}", hovertemplate="%{y} vs %{x}: rho %{z:.3f}<extra></extra>"))
+    fig.update_layout(title=title, height=380, margin=dict(l=10, r=10, t=50 if title else 10, b=10))
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def layer_shares(raw: np.ndarray) -> np.ndarray:
+    """Share (%) of a map's total importance that sits in each layer (from raw, unnormalised scores)."""
+    rows = np.abs(np.asarray(raw, dtype=np.float64)).sum(axis=1)
+    total = rows.sum()
+    return 100 * rows / total if total > 0 else np.zeros_like(rows)
+
+
+def layer_profile(raw_maps: dict[str, np.ndarray]) -> go.Figure:
+    """Share of importance per layer, one line per language."""
+    fig = go.Figure()
+    for name, raw in raw_maps.items():
+        shares = layer_shares(raw)
+        fig.add_trace(go.Scatter(x=list(range(len(shares))), y=shares, mode="lines+markers", name=name,
+                                 hovertemplate=f"{name}, layer %{{x}}: %{{y:.1f}}%<extra></extra>"))
+    fig.update_layout(xaxis_title="layer", yaxis_title="share of importance (%)", height=360,
+                      margin=dict(l=10, r=10, t=10, b=10), legend_title_text="language")
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def importance_table(maps: dict[str, np.ndarray], raws: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Long table: language, layer, head, raw score, shown score, rank (for CSV download)."""
+    rows = []
+    for name, scores in maps.items():
+        rk = ranks(scores)
+        for (layer, head), value in np.ndenumerate(scores):
+            rows.append({"language": name, "layer": layer, "head": head, "raw": float(raws[name][layer, head]),
+                         "score": float(value), "rank": int(rk[layer, head])})
+    return pd.DataFrame(rows)
+
+
+def top_heads(maps: dict[str, np.ndarray], lang: str, n: int = 15) -> pd.DataFrame:
+    """The ``n`` most important heads of ``lang`` with their rank in every other language."""
+    rk = {name: ranks(m) for name, m in maps.items()}
+    scores = maps[lang]
+    order = np.argsort(rk[lang], axis=None)[:n]
+    rows = []
+    for flat in order:
+        layer, head = np.unravel_index(flat, scores.shape)
+        row = {"rank": int(rk[lang][layer, head]), "layer": int(layer), "head": int(head),
+               "score": float(scores[layer, head])}
+        row.update({f"rank in {name}": int(r[layer, head]) for name, r in rk.items() if name != lang})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def mask_grid(mask: np.ndarray, scores: np.ndarray | None = None, *, title: str = "") -> go.Figure:
+    """Which heads are pruned: one clickable square per head (kept = blue, pruned = grey).
+
+    A scatter of squares rather than a heatmap, because Plotly reports clicks on scatter points (Streamlit's
+    ``on_select``) but not on heatmap cells. ``customdata`` of each point is ``[layer, head]``.
+    """
+    mask = np.asarray(mask)
+    layers, heads = mask.shape
+    ys, xs = np.meshgrid(range(layers), range(heads), indexing="ij")
+    kept = mask.ravel() != 0
+    score_txt = [f"<br>importance {scores[y, x]:.3g}" if scores is not None else ""
+                 for y, x in zip(ys.ravel(), xs.ravel())]
+    fig = go.Figure()
+    for flag, name, colour in ((True, "kept", KEPT), (False, "pruned", PRUNED)):
+        sel = kept == flag
+        fig.add_trace(go.Scatter(
+            x=xs.ravel()[sel], y=ys.ravel()[sel], mode="markers", name=f"{name} ({int(sel.sum())})",
+            marker=dict(symbol="square", size=max(8, min(26, 300 // max(heads, layers))), color=colour,
+                        line=dict(width=1, color="#555")),
+            customdata=np.stack([ys.ravel()[sel], xs.ravel()[sel]], axis=1) if sel.any() else None,
+            text=[t for t, s in zip(score_txt, sel) if s],
+            hovertemplate=f"layer %{{y}}, head %{{x}}: {name}%{{text}}<br>click to toggle<extra></extra>"))
+    fig.update_layout(title=title, height=380, xaxis_title="head", yaxis_title="layer", clickmode="event+select",
+                      margin=dict(l=10, r=10, t=50 if title else 10, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+    fig.update_xaxes(dtick=1, range=[-0.6, heads - 0.4], showgrid=False, zeroline=False)
+    fig.update_yaxes(dtick=1, range=[-0.6, layers - 0.4], showgrid=False, zeroline=False)
+    return fig
+
+
+def clicked_heads(selection) -> list[tuple[int, int]]:
+    """(layer, head) of the points in a ``st.plotly_chart`` selection state (empty if none)."""
+    try:
+        points = selection["selection"]["points"]
+    except (KeyError, TypeError):
+        return []
+    out = []
+    for p in points or []:
+        data = p.get("customdata")
+        if data is not None and len(data) >= 2:
+            out.append((int(data[0]), int(data[1])))
+        elif "x" in p and "y" in p:
+            out.append((int(round(p["y"])), int(round(p["x"]))))
+    return out
+
+
+def toggle(mask: np.ndarray, heads: Sequence[tuple[int, int]]) -> np.ndarray:
+    """A copy of ``mask`` with each (layer, head) flipped between kept (1) and pruned (0)."""
+    out = np.array(mask, dtype=np.float32, copy=True)
+    for layer, head in heads:
+        out[layer, head] = 0.0 if out[layer, head] else 1.0
+    return out
+
+
+def curves_chart(curves: Sequence[dict], *, current_k: int | None = None, current_score: float | None = None,
+                 current_label: str = "current mask", metric: str = "") -> go.Figure:
+    """Metric vs heads pruned, one line per strategy (random: mean with a +-1 std band); current k marked.
+
+    Each curve is ``{"name", "k", "mean", "std", "labels", "strategy"}`` as returned by ``Study.curve`` plus a
+    display name. The ``layers`` strategy is drawn as labelled points (bottom / middle / top third).
+    """
+    fig = go.Figure()
+    for c in curves:
+        k, mean = list(c["k"]), list(c["mean"])
+        std = list(c.get("std") or [0.0] * len(k))
+        if c.get("strategy") == "layers":
+            fig.add_trace(go.Scatter(x=k, y=mean, mode="markers+text", text=list(c.get("labels", [])),
+                                     textposition="top center", name=c["name"], marker=dict(size=10),
+                                     hovertemplate="%{text} layers: %{y:.2f}<extra>" + c["name"] + "</extra>"))
+            continue
+        if any(s > 0 for s in std):
+            upper = [m + s for m, s in zip(mean, std)]
+            lower = [m - s for m, s in zip(mean, std)]
+            fig.add_trace(go.Scatter(x=k + k[::-1], y=upper + lower[::-1], fill="toself", line=dict(width=0),
+                                     opacity=0.2, hoverinfo="skip", showlegend=False, name=c["name"] + " band"))
+        fig.add_trace(go.Scatter(x=k, y=mean, mode="lines+markers", name=c["name"],
+                                 hovertemplate="%{x} heads pruned: %{y:.2f}<extra>" + c["name"] + "</extra>"))
+    if current_k is not None:
+        fig.add_vline(x=current_k, line_dash="dash", line_color="#888")
+        if current_score is not None:
+            fig.add_trace(go.Scatter(x=[current_k], y=[current_score], mode="markers", name=current_label,
+                                     marker=dict(symbol="star", size=16, color="#e45756",
+                                                 line=dict(width=1, color="black")),
+                                     hovertemplate="%{x} heads pruned: %{y:.2f}<extra>" + current_label +
+                                                   "</extra>"))
+    fig.update_layout(xaxis_title="heads pruned", yaxis_title=metric, height=380,
+                      margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def report_table(masked: dict, full: dict | None = None) -> pd.DataFrame:
+    """Per-tag (accuracy) or per-type (seqeval) report under the mask, beside the unpruned model's."""
+    rows = []
+    for label, stats in masked.get("report", {}).items():
+        row = {"label": label}
+        if "accuracy" in stats:
+            row.update({"accuracy": stats["accuracy"], "support": stats.get("support")})
+            if full and label in full.get("report", {}):
+                row["unpruned"] = full["report"][label]["accuracy"]
+                row["change"] = stats["accuracy"] - row["unpruned"]
+        else:
+            row.update({k: 100 * v if k != "support" else int(v) for k, v in stats.items()})
+            if full and label in full.get("report", {}) and "f1-score" in stats:
+                row["unpruned f1"] = 100 * full["report"][label]["f1-score"]
+                row["change"] = row["f1-score"] - row["unpruned f1"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def attention_heatmap(pieces: Sequence[str], matrix: np.ndarray, *, title: str = "") -> go.Figure:
+    """One head's attention over the sentence's sub-word pieces (rows: attending token, columns: attended)."""
+    labels = [f"{i}:{p}" for i, p in enumerate(pieces)]  # unique labels, even for repeated pieces
+    fig = go.Figure(go.Heatmap(z=np.asarray(matrix), x=labels, y=labels, colorscale="Blues", zmin=0,
+                               hovertemplate="%{y} -> %{x}: %{z:.3f}<extra></extra>"))
+    size = max(360, min(720, 28 * len(pieces) + 120))
+    fig.update_layout(title=title, height=size, xaxis_title="attended to", yaxis_title="attending",
+                      margin=dict(l=10, r=10, t=50 if title else 10, b=10))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(tickangle=-60)
+    return fig

@@ -1,0 +1,153 @@
+"""Prune & evaluate: choose which heads to remove, see the metric, the report, the curves, size and speed."""
+
+import json
+
+import numpy as np
+import streamlit as st
+
+from headprune_app import cached, charts
+from headprune_app import selection as S
+from headprune_core.evaluate import LAYER_PARTS
+
+sel: S.Selection = cached.selection()
+study = cached.study(sel.model)
+ss = st.session_state
+
+st.title("Prune & evaluate")
+st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **evaluated on** "
+            f"{S.lang_label(sel.lang)} · fine-tuned on {sel.source if sel.setting == 'cross' else 'all languages'}")
+for note in S.language_notes(sel.task, [sel.lang]):
+    st.caption(note)
+if not sel.langs:
+    st.warning(f"No language selected, or no corpus of task '{sel.task}' is prepared in this cache.")
+    cached.offer_prepare()
+    st.stop()
+
+ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
+base_cfg = S.eval_config(study, sel, sel.lang)
+if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {sel.source})", ft),
+                                    (f"unpruned evaluation {sel.task}/{sel.lang}", base_cfg)], key="prune-base"):
+    st.stop()
+info = cached.model_info(sel.model)
+shape = (int(info["n_layers"]), int(info["n_heads"]))
+total = shape[0] * shape[1]
+
+# Apply what a click on the mask grid asked for, before the widgets it changes are drawn.
+for name in ("strategy", "custom_heads"):
+    if f"_pending_{name}" in ss:
+        ss[name] = ss.pop(f"_pending_{name}")
+
+STRATEGIES = ["importance", "reverse", "random", "layers", "custom"]
+c1, c2, c3 = st.columns([2, 2, 3])
+strategy = c1.selectbox("Strategy", STRATEGIES, format_func=S.STRATEGY_LABELS.get, key="strategy")
+rank_lang, seed, part, custom = sel.lang, 0, "middle", None
+if strategy in ("importance", "reverse"):
+    rank_lang = c2.selectbox("Ranking of", sel.langs, index=sel.langs.index(sel.lang) if sel.lang in sel.langs else 0,
+                             format_func=lambda l: f"{l} (own)" if l == sel.lang else l, key="rank_lang",
+                             help="Prune by this language's head ranking (own, or another language's).")
+elif strategy == "random":
+    seed = int(c2.number_input("Seed", min_value=0, value=0, step=1, key="seed"))
+elif strategy == "layers":
+    part = c2.radio("Layers", LAYER_PARTS, index=1, horizontal=True, key="part",
+                    help="Prune every head of the bottom, middle or top third of the layers.")
+
+ranking = None
+if strategy in ("importance", "reverse") or strategy == "custom":
+    ranking = cached.ranking(study, sel, rank_lang)
+    if ranking is None and strategy != "custom":
+        cached.offer_compute(study, [(f"head scores {sel.task}/{rank_lang} ({sel.method})",
+                                      S.score_config(study, sel, rank_lang))], key="ranking",
+                             note="the ranking this strategy prunes by")
+        st.stop()
+
+if strategy == "custom":
+    options = [f"L{l}H{h}" for l in range(shape[0]) for h in range(shape[1])]
+    if "custom_heads" not in ss:  # start from the mask shown before switching to custom
+        last = np.asarray(ss.get("last_mask", np.ones(shape)))
+        ss["custom_heads"] = [f"L{l}H{h}" for l, h in zip(*np.where(last == 0))] if last.shape == shape else []
+    chosen = c3.multiselect("Pruned heads (or click squares below)", options, key="custom_heads")
+    custom = np.ones(shape, dtype=np.float32)
+    for item in chosen:
+        l, h = item[1:].split("H")
+        custom[int(l), int(h)] = 0
+    k = int((custom == 0).sum())
+elif strategy == "layers":
+    k = shape[1] * (shape[0] // 3)
+    c3.caption(f"{k} heads: every head of the {part} third of the layers.")
+else:
+    k = c3.slider("Heads pruned (k)", 0, total, value=min(total, max(0, total // 2)), key="k")
+
+mask = cached.mask(shape, strategy, k, ranking=ranking, seed=seed, part=part, custom=custom)
+if strategy != "custom":
+    ss["last_mask"] = mask.tolist()
+label = {"importance": f"{k} least important ({rank_lang} ranking)", "reverse": f"{k} most important "
+         f"({rank_lang} ranking)", "random": f"{k} random (seed {seed})", "layers": f"{part} third of the layers",
+         "custom": f"{k} chosen by hand"}[strategy]
+ss["current_mask"] = {"mask": mask.tolist(), "label": label, "ft": ft.key(), "task": sel.task}
+
+base = cached.evaluation(study, base_cfg)
+now = cached.evaluation(study, S.eval_config(study, sel, sel.lang, mask))
+m1, m2, m3 = st.columns(3)
+m1.metric(f"{now['metric']}, {k} of {total} heads pruned", f"{now['score']:.2f}",
+          delta=f"{now['score'] - base['score']:+.2f} vs unpruned")
+m2.metric(f"{base['metric']}, unpruned", f"{base['score']:.2f}")
+m3.metric("evaluated on", f"{now['n']} {'tokens' if now['metric'] == 'accuracy' else 'gold tokens'}",
+          help=f"test split of {sel.lang}, first {sel.plan.eval_sentences} sentences")
+st.caption(f"Mask: {label}.")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Which heads are pruned")
+    grid_key = f"grid:{ss.get('grid_version', 0)}"
+    event = st.plotly_chart(charts.mask_grid(mask, ranking), on_select="rerun", selection_mode="points",
+                            key=grid_key, config=charts.png_config("mask"))
+    clicked = charts.clicked_heads(event)
+    if clicked:  # a click toggles that head: switch to a custom mask starting from this one
+        new = charts.toggle(mask, clicked)
+        ss["_pending_strategy"] = "custom"
+        ss["_pending_custom_heads"] = [f"L{l}H{h}" for l, h in zip(*np.where(new == 0))]
+        ss["grid_version"] = ss.get("grid_version", 0) + 1
+        st.rerun()
+    st.caption("Click a square to toggle that head (the strategy becomes custom).")
+with right:
+    st.subheader("All computed strategies")
+    curves, configs = cached.curves(study, sel, sel.lang)
+    st.plotly_chart(charts.curves_chart(curves, current_k=k, current_score=now["score"], metric=now["metric"]),
+                    config=charts.png_config(f"curves_{sel.task}_{sel.lang}"), key="curves")
+    wanted = {"importance": f"least important first ({'own' if rank_lang == sel.lang else rank_lang} ranking)",
+              "reverse": "most important first", "random": "random order", "layers": "whole layers"}.get(strategy)
+    if wanted and wanted in configs and wanted not in {c["name"] for c in curves}:
+        cached.offer_compute(study, [(f"curve: {wanted}", configs[wanted])], key="curve")
+    if not curves:
+        st.caption("No curve is cached for this language yet.")
+
+st.subheader("Report under this mask")
+st.dataframe(charts.report_table(now, base), hide_index=True)
+
+st.subheader("Physically pruned model")
+speed_key = (ft.key(), tuple(map(tuple, mask.astype(int).tolist())))
+if st.button("Measure size and latency", key="measure") or ss.get("measured") == speed_key:
+    ss["measured"] = speed_key
+    with st.spinner("Pruning a copy and timing both models ..."):
+        sp = cached.measure(study, ft, mask, sel.task, sel.lang)
+    p1, p2, p3 = st.columns(3)
+    p1.metric("parameters", f"{sp['params_pruned'] / 1e6:.2f} M",
+              delta=f"{100 * (sp['params_pruned'] / sp['params_full'] - 1):.1f}% of {sp['params_full'] / 1e6:.2f} M",
+              delta_color="inverse")
+    p2.metric("latency (median of 5)", f"{sp['latency_pruned_ms']:.1f} ms", delta=f"full: {sp['latency_full_ms']:.1f} ms",
+              delta_color="off")
+    p3.metric("speed-up", f"{sp['speedup']:.2f}x")
+    st.caption(f"One forward pass of a batch of shape {sp['batch_shape']} on {sp['device']}, measured now on this "
+               "machine. Embeddings are untouched by head pruning (most of a multilingual model's parameters).")
+else:
+    st.caption("Removes the pruned heads for real (a copy; the shared model is untouched) and times both models.")
+
+d1, d2 = st.columns(2)
+payload = {"mask": mask.astype(int).tolist(), "shape": list(shape), "convention": "1 = keep, 0 = pruned",
+           "strategy": strategy, "k": k, "label": label, "model": sel.model, "task": sel.task,
+           "finetune_key": ft.key(), "normalize": sel.normalize, "method": sel.method}
+d1.download_button("Download mask (JSON)", json.dumps(payload, indent=1), file_name=f"mask_{sel.task}_{k}.json",
+                   mime="application/json", key="dl_mask")
+d2.download_button("Download pruned model (zip)", cached.pruned_zip(study, ft, mask, {"mask_label": label}),
+                   file_name=f"pruned_{sel.task}_{k}.zip", mime="application/zip", key="dl_model",
+                   help="Built when you click (a few seconds). Load it with headprune_core.pruned.load_pruned().")

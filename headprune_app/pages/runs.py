@@ -1,0 +1,81 @@
+"""Runs: what is in the cache (config, size, date), deleting entries, and launching a whole study."""
+
+import time
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from headprune_app import cached
+from headprune_app import selection as S
+
+sel: S.Selection = cached.selection()
+ss = st.session_state
+
+
+def describe(e) -> str:
+    c = e.config
+    if e.kind == "finetune":
+        return f"{'+'.join(c['tasks'])} on {'+'.join(c['train_langs'])} ({c['setting']})"
+    parts = [f"{c.get('task')}/{c.get('lang')}"]
+    for k in ("method", "strategy"):
+        if c.get(k):
+            parts.append(str(c[k]))
+    if e.kind == "eval" and c.get("mask"):
+        parts.append(f"{sum(v == 0 for row in c['mask'] for v in row)} heads masked")
+    return " ".join(parts)
+
+
+st.title("Runs")
+entries = cached.entries()
+st.caption(f"Cache folder `{cached.root()}`: {len(entries)} entries, "
+           f"{sum(e.size for e in entries) / 1e6:.1f} MB.")
+kinds = sorted({e.kind for e in entries})
+shown_kinds = st.multiselect("Kinds", kinds, default=kinds, key="kinds")
+shown = [e for e in entries if e.kind in shown_kinds]
+if not entries:
+    st.info("The cache holds no results yet: launch a study below, or use the Overview page's button.")
+else:
+    st.dataframe(pd.DataFrame([{"kind": e.kind, "what": describe(e), "key": e.key[:12],
+                                "size (MB)": round(e.size / 1e6, 3),
+                                "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(e.created))}
+                               for e in shown]), hide_index=True, height=min(420, 36 + 35 * len(shown)))
+    labels = {f"{e.kind} {e.key[:12]} {describe(e)}": e for e in shown}
+    with st.expander("Configuration of an entry"):
+        pick = st.selectbox("Entry", list(labels), key="show_entry")
+        if pick:
+            st.json({"kind": labels[pick].kind, "key": labels[pick].key, "path": str(labels[pick].path),
+                     "artifacts": list(labels[pick].artifacts), "config": labels[pick].config}, expanded=False)
+    with st.expander("Delete entries"):
+        doomed = st.multiselect("Entries to delete", list(labels), key="doomed")
+        sure = st.checkbox("Yes, delete them (they are recomputed when next needed)", key="sure")
+        if st.button("Delete", disabled=not (doomed and sure), key="delete"):
+            for name in doomed:
+                cached.delete(labels[name])
+            ss.pop("doomed", None)
+            st.success(f"Deleted {len(doomed)} entries.")
+            st.rerun()
+
+st.subheader("Launch a study")
+plans, _ = S.available_plans()
+name = st.selectbox("Plan", list(plans), index=list(plans).index(sel.plan.name) if sel.plan.name in plans else 0,
+                    key="launch_plan")
+plan = plans[name]
+st.caption(plan.description)
+c1, c2, c3 = st.columns(3)
+tasks = c1.multiselect("Tasks", list(plan.tasks), default=list(plan.tasks), key=f"launch_tasks:{name}")
+langs = c2.multiselect("Languages", list(plan.langs), default=list(plan.langs), key=f"launch_langs:{name}")
+cap = int(c3.number_input("Sentences per split (0 = the plan's)", min_value=0, value=0, step=100,
+                          key="launch_cap", help="A smaller number gives a quick look, saved as a new plan."))
+todo = plan.restricted(langs=tuple(langs) or None, tasks=tuple(tasks) or None, sentences=cap or None)
+if cap:
+    todo = replace(todo, name=f"{plan.name}-{cap}")
+study = cached.study(todo.model)
+rows = cached.guarded(cached.plan_status, study, todo, what="Cannot plan this study")
+missing = sum(r["status"] != "ok" for r in rows)
+st.write(f"{len(rows)} jobs, {missing} to compute.")
+if st.button(f"Run study '{todo.name}'", type="primary", disabled=not (tasks and langs), key="launch"):
+    if cap:
+        S.save_plan_file(todo)
+    if cached.launch(study, todo):
+        st.success(f"Study '{todo.name}' is complete.")

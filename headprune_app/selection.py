@@ -1,0 +1,152 @@
+"""What the user chose in the frame (study plan, model, task, languages, method ...) and the run
+configurations that choice means. Plain Python, no Streamlit: the frame builds a :class:`Selection`, pages turn
+it into cache keys with the functions here, so a page finds exactly what ``run_plan`` computed.
+
+Study plans are the core's presets plus plan files (JSON, the fields of ``StudyPlan``, as ``python -m
+headprune_core study FILE`` reads them) found in ``<cache>/plans/``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+
+from headprune_core.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
+from headprune_core.store import cache_root
+from headprune_core.study import PRESETS, Study, StudyPlan
+
+STRATEGY_LABELS = {
+    "importance": "least important first",
+    "reverse": "most important first (reverse)",
+    "random": "random order",
+    "layers": "whole layers (bottom / middle / top third)",
+    "custom": "custom (click heads)",
+}
+TASK_LABELS = {"name": "name: proper-name spans (a PROXY for NER)", "pos": "pos: part-of-speech tags"}
+LANGUAGE_NAMES = {"en": "English", "de": "German", "es": "Spanish", "fr": "French", "it": "Italian",
+                  "nl": "Dutch", "pt": "Portuguese", "tr": "Turkish"}
+
+
+def plans_dir() -> Path:
+    return cache_root() / "plans"
+
+
+def load_plan_file(path: str | Path) -> StudyPlan:
+    """A ``StudyPlan`` from a JSON file; unknown fields fail naming the known ones."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    known = {f.name for f in fields(StudyPlan)}
+    if set(data) - known:
+        raise ValueError(f"{path}: unknown plan fields {sorted(set(data) - known)}; known: {sorted(known)}")
+    return StudyPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def save_plan_file(plan: StudyPlan) -> Path:
+    """Write ``plan`` to ``<cache>/plans/<name>.json`` (so the frame offers it next time)."""
+    from dataclasses import asdict
+
+    plans_dir().mkdir(parents=True, exist_ok=True)
+    path = plans_dir() / f"{plan.name}.json"
+    path.write_text(json.dumps(asdict(plan), indent=2, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def available_plans() -> tuple[dict[str, StudyPlan], list[str]]:
+    """Presets, then plan files in ``<cache>/plans``; returns (plans by name, problems with unreadable files)."""
+    plans: dict[str, StudyPlan] = dict(PRESETS)
+    problems = []
+    for path in sorted(plans_dir().glob("*.json")) if plans_dir().is_dir() else []:
+        try:
+            plan = load_plan_file(path)
+        except (OSError, ValueError, TypeError) as err:
+            problems.append(f"{path.name}: {err}")
+            continue
+        plans[plan.name if plan.name not in PRESETS else f"{plan.name} ({path.name})"] = plan
+    return plans, problems
+
+
+def task_label(task: str) -> str:
+    return TASK_LABELS.get(task, task)
+
+
+def lang_label(lang: str) -> str:
+    return f"{lang} ({LANGUAGE_NAMES[lang]})" if lang in LANGUAGE_NAMES else lang
+
+
+def language_notes(task: str, langs) -> list[str]:
+    """Caveats to print wherever these languages' results are shown."""
+    notes = []
+    if "de" in langs:
+        notes.append("German (de) has only 250 sentences in the embedded corpus (25 validation, 25 test): "
+                     "its scores are noisy.")
+    if task == "name":
+        notes.append("Task 'name' = proper-name spans derived from gold proper-noun tags: a proxy for NER, "
+                     "not real named-entity recognition.")
+    return notes
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The frame's choices, shared by every page."""
+
+    plan: StudyPlan
+    model: str
+    task: str
+    setting: str
+    source: str  # training language (cross-lingual setting)
+    langs: tuple[str, ...]  # languages shown / compared
+    lang: str  # the focus language
+    method: str
+    normalize: str
+    minmax: bool = True
+
+    def study_plan(self) -> StudyPlan:
+        """The plan restricted to this selection (what the home page's button computes)."""
+        return replace(self.plan, model=self.model, tasks=(self.task,), settings=(self.setting,),
+                       source_langs=(self.source,), langs=tuple(self.langs), method=self.method)
+
+
+def finetune_config(study: Study, sel: Selection) -> FinetuneConfig:
+    return study.finetune_config(sel.task, (sel.source,), setting=sel.setting, **sel.plan.train)
+
+
+def score_config(study: Study, sel: Selection, lang: str, *, method: str | None = None) -> ScoreConfig:
+    return study.score_config(finetune_config(study, sel), sel.task, lang, method=method or sel.method,
+                              max_sentences=sel.plan.score_sentences)
+
+
+def eval_config(study: Study, sel: Selection, lang: str, mask=None) -> EvalConfig:
+    """Evaluation under ``mask``; no mask (or all ones) is the plan's own unpruned evaluation."""
+    if mask is not None and bool((np.asarray(mask) != 0).all()):
+        mask = None
+    return study.eval_config(finetune_config(study, sel), sel.task, lang, mask,
+                             max_sentences=sel.plan.eval_sentences)
+
+
+def curve_config(study: Study, sel: Selection, lang: str, strategy: str, *,
+                 ranking_lang: str | None = None) -> CurveConfig:
+    """The curve of ``strategy`` as ``run_plan`` builds it; ranked strategies use the frame's normalisation."""
+    kw = {}
+    if strategy in ("importance", "reverse"):
+        kw["normalize"] = sel.normalize
+    return study.curve_config(finetune_config(study, sel), sel.task, lang, strategy=strategy,
+                              ranking_lang=ranking_lang, method=sel.method,
+                              score_sentences=sel.plan.score_sentences, step=sel.plan.curve_step,
+                              max_sentences=sel.plan.eval_sentences,
+                              seeds=sel.plan.random_seeds if strategy == "random" else (0,), **kw)
+
+
+def curve_candidates(study: Study, sel: Selection, lang: str) -> list[tuple[str, CurveConfig]]:
+    """Every curve the prune page can draw for ``lang``: each strategy, and importance by each language's
+    ranking (shown when cached)."""
+    out = [("least important first (own ranking)", curve_config(study, sel, lang, "importance")),
+           ("most important first", curve_config(study, sel, lang, "reverse")),
+           ("random order", curve_config(study, sel, lang, "random")),
+           ("whole layers", curve_config(study, sel, lang, "layers"))]
+    for other in sel.langs:
+        if other != lang:
+            out.append((f"least important first ({other} ranking)",
+                        curve_config(study, sel, lang, "importance", ranking_lang=other)))
+    return out

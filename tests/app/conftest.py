@@ -1,0 +1,43 @@
+"""Fixtures for the dashboard tests: a fixture cache built once per session through the real pipeline."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.app.fixture_cache import build_fixture_cache
+
+REPO = Path(__file__).resolve().parents[2]
+APP = str(REPO / "app.py")
+TIMEOUT = 180  # seconds per script run; the first one loads torch and transformers
+
+
+@pytest.fixture(scope="session")
+def fixture_cache(tmp_path_factory) -> dict:
+    """A complete fixture cache (model, corpora, plan, all results). Read-only: copy it to change it."""
+    return build_fixture_cache(tmp_path_factory.mktemp("hp-fixture"))
+
+
+@pytest.fixture(scope="session")
+def no_runs_cache(tmp_path_factory) -> dict:
+    """Model, corpora and plan, but no results at all."""
+    return build_fixture_cache(tmp_path_factory.mktemp("hp-noruns"), with_runs=False)
+
+
+@pytest.fixture
+def cache_copy(fixture_cache, tmp_path) -> Path:
+    """A private copy of the fixture cache's results, plans and corpora (the model folder is shared)."""
+    root = tmp_path / "cache"
+    for part in ("runs", "plans", "corpora"):
+        shutil.copytree(fixture_cache["root"] / part, root / part)
+    return root
+
+
+def make_app(cache: Path, monkeypatch):
+    """An AppTest of app.py reading ``cache``."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(cache))
+    return AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -1,0 +1,145 @@
+"""AppTest of every page against the fixture cache: renders without exceptions, shows what it should, and
+the prune page's metric follows the slider and the strategy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.app.conftest import make_app
+
+PAGES = ["home", "importance", "prune", "inspector", "runs"]
+
+
+def run_page(at, page: str):
+    """Switch to ``page`` (a file name in headprune_app/pages, without .py) and run."""
+    if page != "home":
+        at.switch_page(f"headprune_app/pages/{page}.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def plotly_charts(at) -> list:
+    return at.get("plotly_chart")
+
+
+def metric_value(at, prefix: str) -> float:
+    hits = [m for m in at.metric if m.label.startswith(prefix)]
+    assert hits, [m.label for m in at.metric]
+    return float(hits[0].value.rstrip("xM "))
+
+
+@pytest.fixture
+def app(fixture_cache, monkeypatch):
+    at = make_app(fixture_cache["root"], monkeypatch)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_without_errors(app, page):
+    run_page(app, page)
+    assert not app.error, [e.value for e in app.error]
+    assert not app.warning, [w.value for w in app.warning]  # everything is cached: nothing to offer
+
+
+def test_home_shows_everything_cached(app):
+    assert app.sidebar.selectbox(key="plan").value == "fixture"
+    assert [m.value for m in app.metric if m.label == "results cached"] == ["12 of 12"]
+    assert any("Everything for these choices is cached" in s.value for s in app.success)
+
+
+def test_importance_page_has_all_views(app):
+    run_page(app, "importance")
+    assert len(plotly_charts(app)) == 4  # focus heatmap, small multiples, Spearman, layer profile
+    top = app.dataframe[0].value
+    assert list(top.columns[:4]) == ["rank", "layer", "head", "score"] and top["rank"].tolist()[:3] == [1, 2, 3]
+    assert {"rank in de", "rank in es"} <= set(top.columns)
+    assert any("proxy for NER" in c.value for c in app.caption) is False  # pos task: no NER note
+    assert any("only 250 sentences" in c.value for c in app.caption)  # German is among the languages
+
+
+def test_name_task_is_labelled_as_a_proxy_for_ner(app):
+    app.sidebar.selectbox(key="task:fixture").set_value("name").run()
+    run_page(app, "importance")
+    assert any("proxy for NER" in c.value for c in app.caption)
+
+
+def test_slider_changes_the_metric(app):
+    run_page(app, "prune")
+    total = 12
+    app.slider(key="k").set_value(0).run()
+    unpruned = metric_value(app, "accuracy, 0 of")
+    assert unpruned == metric_value(app, "accuracy, unpruned")
+    app.slider(key="k").set_value(total).run()
+    assert not app.exception
+    everything = metric_value(app, f"accuracy, {total} of")
+    assert everything != unpruned
+
+
+def test_strategy_changes_the_metric(app):
+    run_page(app, "prune")
+    app.slider(key="k").set_value(8).run()
+    least = metric_value(app, "accuracy, 8 of")
+    app.selectbox(key="strategy").set_value("reverse").run()
+    most = metric_value(app, "accuracy, 8 of")
+    assert most != least
+    app.selectbox(key="strategy").set_value("layers").run()
+    assert not app.exception
+    bottom_vs_top = []
+    for part in ("bottom", "top"):
+        app.radio(key="part").set_value(part).run()
+        bottom_vs_top.append(metric_value(app, "accuracy, 4 of"))
+    assert all(0 <= v <= 100 for v in bottom_vs_top)
+    assert len(plotly_charts(app)) == 2  # the mask grid and the curves
+
+
+def test_curves_show_every_cached_strategy(app):
+    run_page(app, "prune")
+    curves = json.loads(plotly_charts(app)[1].proto.spec)
+    names = {t.get("name") for t in curves["data"]}
+    assert {"least important first (own ranking)", "most important first", "random order",
+            "current mask"} <= names
+
+
+def test_custom_mask_by_hand(app):
+    run_page(app, "prune")
+    app.selectbox(key="strategy").set_value("custom").run()
+    start = app.multiselect(key="custom_heads").value  # starts from the mask shown before (k = 6)
+    assert len(start) == 6
+    every = [f"L{l}H{h}" for l in range(3) for h in range(4)]
+    app.multiselect(key="custom_heads").set_value(every).run()
+    assert metric_value(app, "accuracy, 12 of") != metric_value(app, "accuracy, unpruned")
+    assert app.session_state["current_mask"]["mask"] == [[0] * 4] * 3
+
+
+def test_inspector_tags_with_and_without_the_current_mask(app):
+    run_page(app, "prune")
+    app.slider(key="k").set_value(12).run()
+    run_page(app, "inspector")
+    table = app.dataframe[0].value
+    assert {"word", "full model", "with mask", "changed"} <= set(table.columns)
+    assert len(plotly_charts(app)) == 1
+    app.text_input(key="sentence:en").set_value("today the book likes Paris .").run()
+    assert app.dataframe[0].value["word"].tolist() == ["today", "the", "book", "likes", "Paris", "."]
+    app.selectbox(key="insp_layer").set_value(2).run()
+    app.checkbox(key="insp_gated").check().run()
+    assert not app.exception
+
+
+def test_measure_size_and_latency(app):
+    run_page(app, "prune")
+    app.slider(key="k").set_value(4).run()
+    app.button(key="measure").click().run()
+    assert not app.exception
+    assert metric_value(app, "speed-up") > 0
+    assert app.metric[[m.label for m in app.metric].index("parameters")].value.endswith(" M")
+
+
+def test_runs_page_lists_entries(app):
+    run_page(app, "runs")
+    table = app.dataframe[0].value
+    assert set(table["kind"]) >= {"finetune", "score", "eval", "curve"}
