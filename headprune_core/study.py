@@ -114,13 +114,13 @@ class Study:
     # --- configurations ------------------------------------------------------------------------------------
     def finetune_config(self, tasks: tuple[str, ...] | str, train_langs: tuple[str, ...] | str = ("en",), *,
                         setting: str = "cross", **overrides) -> FinetuneConfig:
-        """A fine-tuning config with fingerprints filled in; ``multi`` trains on every language of the task."""
+        """A fine-tuning config with fingerprints filled in.
+
+        ``cross``: train on ``train_langs`` (usually one source language), evaluate on others zero-shot;
+        ``multi``: ``train_langs`` are all the languages trained on jointly.
+        """
         tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
         train_langs = (train_langs,) if isinstance(train_langs, str) else tuple(train_langs)
-        if setting == "multi":
-            from headprune_core.data import get_task
-            train_langs = tuple(sorted(set.intersection(*(set(get_task(split_unit(t)[0]).languages)
-                                                           for t in tasks))))
         fps = []
         for unit in tasks:
             task, lang = split_unit(unit)
@@ -378,7 +378,8 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
         for task in plan.tasks:
             from headprune_core.data import get_task
             langs = [lang for lang in plan.langs if lang in get_task(task).languages]
-            ft = study.finetune_config(task, plan.source_langs, setting=setting, **plan.train)
+            train_langs = plan.source_langs if setting == "cross" else tuple(langs)
+            ft = study.finetune_config(task, train_langs, setting=setting, **plan.train)
             jobs.append(Job(f"fine-tune {task} ({setting}, {'+'.join(ft.train_langs)})", ft,
                             lambda ft=ft: study.finetuned(ft)))
             for lang in langs:
@@ -387,7 +388,7 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
                 ec = study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences)
                 jobs.append(Job(f"evaluate {task}/{lang}", ec, lambda ec=ec: study.evaluation(ec)))
             for lang in langs:
-                strategies = plan.strategies + (("random", "reverse") if lang in plan.source_langs else ())
+                strategies = plan.strategies + (("random", "reverse") if lang in train_langs[:1] else ())
                 for strategy in strategies:
                     cc = study.curve_config(ft, task, lang, strategy=strategy, method=plan.method,
                                             score_sentences=plan.score_sentences, step=plan.curve_step,
