@@ -346,7 +346,7 @@ PRESETS: dict[str, StudyPlan] = {
         name="demo",
         description="me5-small, POS and NAME (proper-name spans, a proxy for NER) in 8 languages, fine-tuned "
                     "on English (cross-lingual), gate-gradient importance for every (task, language), "
-                    "importance-order curves everywhere plus random and reverse order for English.",
+                    "importance-order curves everywhere; random, reverse and layer-third pruning for English.",
         strategies=("importance",),
         train={"max_train_sentences": 1000, "epochs": 2.0},
         score_sentences=200,
@@ -388,7 +388,8 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
                 ec = study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences)
                 jobs.append(Job(f"evaluate {task}/{lang}", ec, lambda ec=ec: study.evaluation(ec)))
             for lang in langs:
-                strategies = plan.strategies + (("random", "reverse") if lang in train_langs[:1] else ())
+                extra = ("random", "reverse", "layers") if lang in train_langs[:1] else ()
+                strategies = plan.strategies + tuple(x for x in extra if x not in plan.strategies)
                 for strategy in strategies:
                     cc = study.curve_config(ft, task, lang, strategy=strategy, method=plan.method,
                                             score_sentences=plan.score_sentences, step=plan.curve_step,

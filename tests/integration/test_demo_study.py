@@ -1,0 +1,52 @@
+"""The demo preset on the real embedded model and corpora, restricted to 2 languages and a few hundred
+sentences: English POS is learned, and pruning by importance beats pruning most-important-first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from headprune_core.store import Store
+from headprune_core.study import PRESETS, Study, plan_jobs, run_plan
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    store = Store(tmp_path_factory.mktemp("demo_runs"))
+    study = Study("me5-small", store=store, progress=False)
+    plan = PRESETS["demo"].restricted(langs=("en", "de"), tasks=("pos",), sentences=300)
+    res = run_plan(study, plan)
+    return study, plan, res
+
+
+def test_demo_jobs_all_computed(demo):
+    study, plan, res = demo
+    assert res["computed"] == res["jobs"] == len(plan_jobs(study, plan))
+    assert run_plan(study, plan)["computed"] == 0  # second look: all cached
+
+
+def test_english_pos_well_above_majority_tag(demo):
+    study, plan, _ = demo
+    ft = study.finetune_config("pos", ("en",), **plan.train)
+    ev = study.evaluation(study.eval_config(ft, "pos", "en", max_sentences=plan.eval_sentences))
+    tags = [t for s in study.data("pos", "en").dataset["test"]["tags"] for t in s]
+    majority = 100 * np.bincount(tags).max() / len(tags)
+    assert ev["score"] > majority + 40, (ev["score"], majority)
+    de = study.evaluation(study.eval_config(ft, "pos", "de", max_sentences=plan.eval_sentences))
+    assert de["score"] > majority  # zero-shot transfer works at all
+
+
+def test_importance_order_beats_reverse_order(demo):
+    study, plan, _ = demo
+    ft = study.finetune_config("pos", ("en",), **plan.train)
+    kw = dict(method=plan.method, score_sentences=plan.score_sentences, step=plan.curve_step,
+              max_sentences=plan.eval_sentences)
+    imp = study.curve(study.curve_config(ft, "pos", "en", strategy="importance", **kw))
+    rev = study.curve(study.curve_config(ft, "pos", "en", strategy="reverse", **kw))
+    inner = slice(1, -1)  # k = 0 and k = all heads are the same model either way
+    assert np.mean(imp["mean"][inner]) > np.mean(rev["mean"][inner])
+    raw = study.scores(study.score_config(ft, "pos", "en", method=plan.method,
+                                          max_sentences=plan.score_sentences))["raw"]
+    assert raw.shape == (12, 12) and (raw > 0).all()
