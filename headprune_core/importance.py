@@ -192,39 +192,40 @@ def _gate_grad_step(model, batch, loss_fn, shape, device) -> torch.Tensor:
     return gate.grad.detach().abs().double().cpu()
 
 
-def _kv_grad_step(model, batch, loss_fn, shape, device) -> torch.Tensor:
-    adapter, layers = adapter_for(model), encoder_layers(model)
+def _weight_grad_step(model, batch, loss_fn, shape, device, per_layer) -> torch.Tensor:
+    """Backward once, then ``per_layer(layer, kept heads) -> (kept,)`` scores from the weight gradients."""
     with autocast(device):
         loss, _ = loss_fn(model, batch)
     loss.backward()
     out = torch.zeros(shape, dtype=torch.float64)
-    for i, layer in enumerate(layers):
+    for i, layer in enumerate(encoder_layers(model)):
         kept = kept_heads(model, i)
-        if not kept:
-            continue
-        for path in (adapter.key, adapter.value):
-            weight = layer.get_submodule(path).weight  # (heads * head_dim, hidden)
-            out[i, kept] += _per_head(weight.grad, len(kept)).double().cpu()
-            weight.grad = None
+        if kept:
+            out[i, kept] += per_layer(layer, kept).double().cpu()
+    for p in model.parameters():
+        p.grad = None
     return out
+
+
+def _kv_grad_step(model, batch, loss_fn, shape, device) -> torch.Tensor:
+    adapter = adapter_for(model)
+
+    def per_layer(layer, kept):
+        grads = [layer.get_submodule(p).weight.grad for p in (adapter.key, adapter.value)]  # (heads*hd, hidden)
+        return sum(_per_head(g, len(kept)) for g in grads)
+
+    return _weight_grad_step(model, batch, loss_fn, shape, device, per_layer)
 
 
 def _taylor_step(model, batch, loss_fn, shape, device) -> torch.Tensor:
-    adapter, layers = adapter_for(model), encoder_layers(model)
-    size = head_dim(model)
-    with autocast(device):
-        loss, _ = loss_fn(model, batch)
-    loss.backward()
-    out = torch.zeros(shape, dtype=torch.float64)
-    for i, layer in enumerate(layers):
-        kept = kept_heads(model, i)
-        if not kept:
-            continue
+    adapter, size = adapter_for(model), head_dim(model)
+
+    def per_layer(layer, kept):
         weight = layer.get_submodule(adapter.out).weight  # (hidden, heads * head_dim)
         contrib = (weight.grad * weight.detach()).reshape(weight.shape[0], len(kept), size)  # (hidden, heads, hd)
-        out[i, kept] += contrib.sum(dim=(0, 2)).abs().double().cpu()
-        weight.grad = None
-    return out
+        return contrib.sum(dim=(0, 2)).abs()
+
+    return _weight_grad_step(model, batch, loss_fn, shape, device, per_layer)
 
 
 def _entropy_step(model, batch, loss_fn, shape, device) -> torch.Tensor:
