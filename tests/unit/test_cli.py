@@ -1,0 +1,77 @@
+"""The command line on a tiny model and generated corpora: runs, lists, exports, prunes, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from headprune_core.cli import main
+from headprune_core.heads import present_mask
+from headprune_core.pruned import load_pruned
+from tests.app.fixture_cache import write_corpora, write_model
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli_cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HEADPRUNE_CACHE", str(root))
+    write_corpora(("en", "de"))
+    model = write_model(root / "models" / "tiny-bert")
+    yield root, str(model)
+    mp.undo()
+
+
+def _run(capsys, *args) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_score_curve_ls_show_export_prune(cache, capsys, monkeypatch, tmp_path):
+    root, model = cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    common = ["--model", model, "--task", "pos", "--train-langs", "en", "--max-train", "100", "--epochs", "2",
+              "--lr", "1e-3"]
+    code, out, _ = _run(capsys, "score", *common, "--lang", "de", "--sentences", "40")
+    assert code == 0 and "importance (gate_grad, layer_sum, min-max) of pos/de" in out
+    assert len(out.strip().splitlines()) == 2 + 3  # title, header, 3 layers
+    code, out, _ = _run(capsys, "curve", *common, "--lang", "en", "--strategy", "random", "--seeds", "0,1",
+                        "--sentences", "40")
+    assert code == 0 and "k=  0" in out and "k= 12" in out
+    code, out, _ = _run(capsys, "ls")
+    assert code == 0 and "finetune" in out and "score" in out and "curve" in out
+    score_key = next(line.split()[0] for line in out.splitlines() if " score " in line)
+    code, out, _ = _run(capsys, "show", score_key)
+    assert json.loads(out)["config"]["lang"] == "de"
+    code, out, _ = _run(capsys, "export", score_key, "--format", "csv")
+    assert out.splitlines()[0] == "layer,head,score" and len(out.splitlines()) == 1 + 12
+    mask = tmp_path / "mask.json"
+    mask.write_text(json.dumps([[1, 0, 1, 1], [1, 1, 1, 1], [0, 0, 0, 0]]))
+    code, out, _ = _run(capsys, "evaluate", *common, "--lang", "en", "--mask", mask, "--sentences", "40")
+    assert code == 0 and "pos/en: accuracy" in out
+    code, out, _ = _run(capsys, "prune", *common, "--lang", "en", "--k", "5", "--out", tmp_path / "pruned")
+    assert code == 0 and "5 heads removed" in out
+    assert int(present_mask(load_pruned(tmp_path / "pruned")).sum()) == 12 - 5
+    meta = json.loads((tmp_path / "pruned" / "headprune_pruned.json").read_text())
+    assert len(meta["heads_removed"]) == 5 and (tmp_path / "pruned" / "tokenizer.json").exists()
+    code, out, _ = _run(capsys, "rm", score_key)
+    assert code == 0 and "deleted score" in out
+
+
+def test_clear_errors(cache, capsys, monkeypatch, tmp_path):
+    root, model = cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    code, _, err = _run(capsys, "score", "--model", model, "--task", "nope")
+    assert code == 2 and "unknown task 'nope'; known: pos, name" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([[1, 1], [1, 1]]))
+    code, _, err = _run(capsys, "evaluate", "--model", model, "--mask", bad, "--max-train", "50")
+    assert code == 2 and "custom mask has shape (2, 2), the model has (3, 4)" in err
+    code, _, err = _run(capsys, "curve", "--model", model, "--strategy", "best", "--max-train", "50")
+    assert code == 2 and "unknown strategy 'best'; known: importance, reverse, random, layers, custom" in err
+    code, _, err = _run(capsys, "show", "zzzz")
+    assert code == 2 and "0 cache entries match 'zzzz'" in err
+    code, _, err = _run(capsys, "prune", "--model", model, "--out", tmp_path / "x", "--max-train", "50")
+    assert code == 2 and "--k N" in err
