@@ -103,13 +103,24 @@ class Selection:
     minmax: bool = True
 
     def study_plan(self) -> StudyPlan:
-        """The plan restricted to this selection (what the home page's button computes)."""
+        """The plan restricted to this selection (what the home page's button computes).
+
+        In the multilingual setting the model is trained on all the plan's languages, so they all stay.
+        """
+        langs = self.plan.langs if self.setting == "multi" else tuple(self.langs)
         return replace(self.plan, model=self.model, tasks=(self.task,), settings=(self.setting,),
-                       source_langs=(self.source,), langs=tuple(self.langs), method=self.method)
+                       source_langs=(self.source,), langs=langs, method=self.method)
+
+    def train_langs(self) -> tuple[str, ...]:
+        """What the model was fine-tuned on: the source language (cross) or every plan language (multi)."""
+        if self.setting == "cross":
+            return (self.source,)
+        from headprune_core.data import get_task
+        return tuple(lang for lang in self.plan.langs if lang in get_task(self.task).languages)
 
 
 def finetune_config(study: Study, sel: Selection) -> FinetuneConfig:
-    return study.finetune_config(sel.task, (sel.source,), setting=sel.setting, **sel.plan.train)
+    return study.finetune_config(sel.task, sel.train_langs(), setting=sel.setting, **sel.plan.train)
 
 
 def score_config(study: Study, sel: Selection, lang: str, *, method: str | None = None) -> ScoreConfig:

@@ -32,7 +32,7 @@ if not sel.langs:
 
 st.subheader("What is computed for these choices")
 st.caption(f"Study plan **{sel.plan.name}**, task {S.task_label(sel.task)}, {sel.setting}-lingual setting"
-           f"{', fine-tuned on ' + sel.source if sel.setting == 'cross' else ''}, languages {', '.join(sel.langs)}, "
+           f", fine-tuned on {'+'.join(sel.train_langs())}, languages {', '.join(sel.langs)}, "
            f"method {sel.method}. Nothing is computed until you press the button.")
 rows = cached.guarded(cached.plan_status, study, sel.study_plan(), what="Cannot list the study's results")
 done = sum(r["status"] == "ok" for r in rows)

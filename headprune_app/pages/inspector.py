@@ -13,9 +13,9 @@ ss = st.session_state
 
 st.title("Head inspector")
 st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · fine-tuned on "
-            f"{sel.source if sel.setting == 'cross' else 'all languages'}")
+            f"{'+'.join(sel.train_langs())}")
 ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
-if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {sel.source})", ft)], key="inspector"):
+if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft)], key="inspector"):
     st.stop()
 
 current = ss.get("current_mask")

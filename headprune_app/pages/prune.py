@@ -15,7 +15,7 @@ ss = st.session_state
 
 st.title("Prune & evaluate")
 st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **evaluated on** "
-            f"{S.lang_label(sel.lang)} · fine-tuned on {sel.source if sel.setting == 'cross' else 'all languages'}")
+            f"{S.lang_label(sel.lang)} · fine-tuned on {'+'.join(sel.train_langs())}")
 for note in S.language_notes(sel.task, [sel.lang]):
     st.caption(note)
 if not sel.langs:
@@ -25,7 +25,7 @@ if not sel.langs:
 
 ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
 base_cfg = S.eval_config(study, sel, sel.lang)
-if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {sel.source})", ft),
+if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft),
                                     (f"unpruned evaluation {sel.task}/{sel.lang}", base_cfg)], key="prune-base"):
     st.stop()
 info = cached.model_info(sel.model)

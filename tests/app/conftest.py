@@ -41,3 +41,12 @@ def make_app(cache: Path, monkeypatch):
 
     monkeypatch.setenv("HEADPRUNE_CACHE", str(cache))
     return AppTest.from_file(APP, default_timeout=TIMEOUT)
+
+
+def plan_size(plan, **restrict) -> int:
+    """How many jobs the plan has for the dashboard's default choices (task pos), as the core expands it."""
+    from dataclasses import replace
+
+    from headprune_core.study import Study, plan_jobs
+    plan = replace(plan, tasks=("pos",), **restrict)
+    return len(plan_jobs(Study(plan.model, progress=False), plan))

@@ -1,0 +1,131 @@
+"""The dashboard's pure parts: figure builders, click-to-toggle, and the configs a selection stands for."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from headprune_app import charts
+from headprune_app import selection as S
+
+
+def test_ranks_one_is_most_important_and_ties_keep_head_order():
+    r = charts.ranks(np.array([[0.1, 0.9, 0.5], [0.5, 0.0, 0.9]]))
+    assert r.tolist() == [[5, 1, 3], [4, 6, 2]]
+
+
+def test_importance_heatmap_hover_names_layer_head_score_and_rank():
+    fig = charts.importance_heatmap(np.arange(6.0).reshape(2, 3))
+    trace = fig.data[0]
+    assert "layer %{y}, head %{x}" in trace.hovertemplate and "rank %{customdata} of 6" in trace.hovertemplate
+    assert np.asarray(trace.customdata).tolist() == [[6, 5, 4], [3, 2, 1]]
+
+
+def test_small_multiples_share_one_colour_scale():
+    maps = {lang: np.random.default_rng(i).random((3, 4)) for i, lang in enumerate(["en", "de", "es"])}
+    fig = charts.small_multiples(maps, zmin=0.0, zmax=1.0)
+    assert len(fig.data) == 3 and {t.coloraxis for t in fig.data} == {"coloraxis"}
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
+
+
+def test_cluster_order_puts_similar_languages_together():
+    m = np.array([[1.0, 0.1, 0.9, 0.1], [0.1, 1.0, 0.1, 0.8], [0.9, 0.1, 1.0, 0.1], [0.1, 0.8, 0.1, 1.0]])
+    order = charts.cluster_order(m)
+    pos = {lang: order.index(i) for i, lang in enumerate("abcd")}
+    assert abs(pos["a"] - pos["c"]) == 1 and abs(pos["b"] - pos["d"]) == 1
+    fig = charts.spearman_heatmap(list("abcd"), m)
+    assert list(fig.data[0].x) == [list("abcd")[i] for i in order]
+
+
+def test_layer_shares_sum_to_100():
+    shares = charts.layer_shares(np.array([[1.0, 1.0], [2.0, 0.0], [0.0, 0.0]]))
+    assert shares.tolist() == [50.0, 50.0, 0.0]
+    assert charts.layer_shares(np.zeros((2, 2))).tolist() == [0.0, 0.0]
+
+
+def test_top_heads_lists_ranks_in_other_languages():
+    maps = {"en": np.array([[0.9, 0.1], [0.5, 0.2]]), "de": np.array([[0.1, 0.9], [0.5, 0.2]])}
+    top = charts.top_heads(maps, "en", n=2)
+    assert top[["layer", "head", "rank in de"]].values.tolist() == [[0, 0, 4], [1, 0, 2]]
+
+
+def test_mask_grid_points_carry_layer_and_head_and_clicks_toggle():
+    mask = np.ones((2, 3))
+    mask[1, 2] = 0
+    fig = charts.mask_grid(mask)
+    kept, pruned = fig.data
+    assert len(kept.x) == 5 and np.asarray(pruned.customdata).tolist() == [[1, 2]]
+    event = {"selection": {"points": [{"x": 1, "y": 0, "customdata": [0, 1]}], "point_indices": [1]}}
+    heads = charts.clicked_heads(event)
+    assert heads == [(0, 1)]
+    toggled = charts.toggle(mask, heads + [(1, 2)])
+    assert toggled[0, 1] == 0 and toggled[1, 2] == 1 and mask[0, 1] == 1  # input untouched
+    assert charts.clicked_heads(None) == [] and charts.clicked_heads({"selection": {"points": []}}) == []
+
+
+def test_curves_chart_marks_the_current_k_and_draws_random_spread():
+    curves = [{"name": "least important first", "strategy": "importance", "k": [0, 4, 8], "mean": [90, 89, 80],
+               "std": [0, 0, 0]},
+              {"name": "random order", "strategy": "random", "k": [0, 4, 8], "mean": [90, 85, 70],
+               "std": [0, 2, 3]},
+              {"name": "whole layers", "strategy": "layers", "k": [4, 4, 4], "mean": [70, 75, 80],
+               "std": [0, 0, 0], "labels": ["bottom", "middle", "top"]}]
+    fig = charts.curves_chart(curves, current_k=4, current_score=88.0, metric="accuracy")
+    names = [t.name for t in fig.data]
+    assert names == ["least important first", "random order band", "random order", "whole layers",
+                     "current mask"]
+    assert fig.layout.shapes[0].x0 == 4 and fig.data[-1].y == (88.0,)
+
+
+def test_report_table_compares_with_the_unpruned_model():
+    masked = {"report": {"NOUN": {"accuracy": 90.0, "support": 10, "predicted": 11}}}
+    full = {"report": {"NOUN": {"accuracy": 95.0, "support": 10, "predicted": 10}}}
+    row = charts.report_table(masked, full).iloc[0]
+    assert (row["label"], row["accuracy"], row["unpruned"], row["change"]) == ("NOUN", 90.0, 95.0, -5.0)
+    spans = {"report": {"NAME": {"precision": 0.5, "recall": 1.0, "f1-score": 2 / 3, "support": 3}}}
+    row = charts.report_table(spans, spans).iloc[0]
+    assert row["f1-score"] == pytest.approx(66.667, abs=1e-3) and row["change"] == 0
+
+
+def test_attention_heatmap_labels_repeated_pieces_uniquely():
+    fig = charts.attention_heatmap(["[CLS]", "a", "a", "[SEP]"], np.eye(4))
+    assert list(fig.data[0].x) == ["0:[CLS]", "1:a", "2:a", "3:[SEP]"]
+
+
+def test_plan_files_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(tmp_path))
+    plan = replace(S.PRESETS["demo"], name="mine", langs=("en", "de"))
+    path = S.save_plan_file(plan)
+    assert S.load_plan_file(path) == plan
+    (tmp_path / "plans" / "bad.json").write_text(json.dumps({"name": "x", "bogus": 1}))
+    plans, problems = S.available_plans()
+    assert "mine" in plans and "demo" in plans and problems and "bogus" in problems[0]
+
+
+def test_the_selection_finds_exactly_what_run_plan_computed(fixture_cache, monkeypatch):
+    """Every job of the fixture plan has the key the pages build from the matching selection."""
+    from headprune_core.study import Study, plan_jobs
+
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(fixture_cache["root"]))
+    plan = fixture_cache["plan"]
+    study = Study(plan.model, progress=False)
+    sel = S.Selection(plan=plan, model=plan.model, task="pos", setting="cross", source="en", langs=plan.langs,
+                      lang="en", method=plan.method, normalize="layer_sum")
+    wanted = {j.cfg.key() for j in plan_jobs(study, sel.study_plan())}
+    built = {S.finetune_config(study, sel).key()}
+    for lang in plan.langs:
+        built |= {S.score_config(study, sel, lang).key(), S.eval_config(study, sel, lang).key(),
+                  S.curve_config(study, sel, lang, "importance").key()}
+    built |= {S.curve_config(study, sel, "en", s).key() for s in ("random", "reverse", "layers")}
+    assert built == wanted
+    assert all(study.store.has(j.cfg) for j in plan_jobs(study, sel.study_plan()))
+    assert S.eval_config(study, sel, "en", np.ones((3, 4))).key() == S.eval_config(study, sel, "en").key()
+
+
+def test_notes_for_german_and_the_name_task():
+    notes = " ".join(S.language_notes("name", ["en", "de"]))
+    assert "250 sentences" in notes and "proxy for NER" in notes
+    assert S.language_notes("pos", ["en"]) == []

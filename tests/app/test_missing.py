@@ -1,0 +1,121 @@
+"""The dashboard when results are missing: an empty cache, a language never computed, a corrupt entry. Each
+page says what is missing and offers to compute it; never a traceback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from headprune_core.store import Store
+from tests.app.conftest import make_app, plan_size
+from tests.app.test_pages import PAGES, run_page
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def texts(at) -> str:
+    return "\n".join(x.value for x in [*at.error, *at.warning, *at.info])
+
+
+def buttons(at) -> list[str]:
+    return [b.label for b in at.button]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_unprepared_cache_says_so_and_offers_to_prepare(tmp_path, monkeypatch, page):
+    at = make_app(tmp_path / "nothing", monkeypatch)
+    at.run()
+    run_page(at, page)
+    if page == "runs":
+        assert "holds no results" in texts(at)
+    else:
+        assert "prepare" in texts(at).lower()
+        assert "Prepare the embedded model and corpora" in buttons(at)
+
+
+@pytest.mark.parametrize("page", ["home", "importance", "prune", "inspector"])
+def test_no_results_yet_lists_what_is_missing_and_offers_to_compute(no_runs_cache, monkeypatch, page):
+    at = make_app(no_runs_cache["root"], monkeypatch)
+    at.run()
+    run_page(at, page)
+    if page == "home":
+        n = plan_size(no_runs_cache["plan"])
+        assert [m.value for m in at.metric if m.label == "results cached"] == [f"0 of {n}"]
+        assert f"Compute the {n} missing result(s)" in buttons(at)
+    else:
+        assert "missing" in texts(at)
+        assert any(b.startswith("Compute") for b in buttons(at))
+
+
+def test_missing_language_is_named_and_computed_on_request(cache_copy, monkeypatch):
+    at = make_app(cache_copy, monkeypatch)
+    at.run()
+    at.session_state["langs:fixture:pos"] = ["en", "de", "es", "fr"]
+    run_page(at, "importance")
+    assert "head scores pos/fr (gate_grad): **missing**" in texts(at)
+    assert len(at.get("plotly_chart")) == 4  # the cached languages are still shown
+    at.button(key="compute:importance").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.warning, texts(at)
+    assert "rank in fr" in at.dataframe[0].value.columns
+
+
+def test_corrupt_entry_is_reported_and_recomputed(cache_copy, monkeypatch):
+    store = Store(cache_copy / "runs")
+    score = next(e for e in store.entries("score") if e.config["lang"] == "en" and e.config["task"] == "pos")
+    (score.path / "raw.npy").write_bytes(b"not a numpy file")
+    at = make_app(cache_copy, monkeypatch)
+    at.run()
+    run_page(at, "importance")
+    assert "head scores pos/en (gate_grad): **corrupt**" in texts(at)
+    at.button(key="compute:importance").click().run()
+    assert not at.exception and not at.warning, texts(at)
+    assert np.load(score.path / "raw.npy").shape == (3, 4)
+
+
+def test_corrupt_evaluation_on_the_prune_page(cache_copy, monkeypatch):
+    store = Store(cache_copy / "runs")
+    ev = next(e for e in store.entries("eval") if e.config["lang"] == "en" and e.config["task"] == "pos")
+    (ev.path / "entry.json").write_text("{broken")
+    at = make_app(cache_copy, monkeypatch)
+    at.run()
+    run_page(at, "prune")
+    assert "unpruned evaluation pos/en: **corrupt**" in texts(at)
+    at.button(key="compute:prune-base").click().run()
+    assert not at.exception and not at.warning, texts(at)
+    assert at.metric
+
+
+def test_runs_page_deletes_entries(cache_copy, monkeypatch):
+    at = make_app(cache_copy, monkeypatch)
+    at.run()
+    run_page(at, "runs")
+    before = len(Store(cache_copy / "runs").entries())
+    doomed = [o for o in at.multiselect(key="doomed").options if o.startswith("curve") and " pos/en " in o][:2]
+    at.multiselect(key="doomed").set_value(doomed).run()
+    at.checkbox(key="sure").check().run()
+    at.button(key="delete").click().run()
+    assert not at.exception
+    assert len(Store(cache_copy / "runs").entries()) == before - 2
+    run_page(at, "home")
+    assert [m.value for m in at.metric if m.label == "missing"] == ["2"]
+
+
+@pytest.mark.slow
+def test_runs_page_launches_a_study_with_progress(no_runs_cache, tmp_path, monkeypatch):
+    import shutil
+    root = tmp_path / "cache"
+    for part in ("plans", "corpora"):
+        shutil.copytree(no_runs_cache["root"] / part, root / part)
+    at = make_app(root, monkeypatch)
+    at.run()
+    run_page(at, "runs")
+    at.multiselect(key="launch_tasks:fixture").set_value(["pos"]).run()
+    at.multiselect(key="launch_langs:fixture").set_value(["en"]).run()
+    n = plan_size(no_runs_cache["plan"], langs=("en",))
+    assert f"{n} jobs, {n} to compute." in [m.value for m in at.markdown]
+    at.button(key="launch").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("is complete" in s.value for s in at.success)
+    kinds = sorted(e.kind for e in Store(root / "runs").entries())
+    assert len(kinds) == n and {"finetune", "score", "eval", "curve"} == set(kinds)
