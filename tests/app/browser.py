@@ -1,0 +1,189 @@
+"""Drive the real dashboard in headless Chromium (Debian's /usr/bin/chromium through Playwright).
+
+Used by the browser test and to take the README's screenshots:
+``python -m tests.app.browser --cache DIR --out docs/screenshots`` starts ``streamlit run app.py`` on a free
+localhost port with ``HEADPRUNE_CACHE=DIR``, opens every page and saves one PNG per page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-dev-shm-usage", "--disable-extensions", "--no-first-run", "--mute-audio"]
+PAGES = {"home": "", "importance": "importance", "prune": "prune", "inspector": "inspector", "runs": "runs"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(cache: str | Path, *, port: int | None = None, log: Path | None = None,
+                     timeout: float = 90) -> Iterator[str]:
+    """``streamlit run app.py`` on localhost with ``HEADPRUNE_CACHE=cache``; yields its base URL."""
+    port = port or free_port()
+    env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+    out = open(log, "w") if log else subprocess.DEVNULL
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                             "--server.address", "localhost", "--server.headless", "true",
+                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://localhost:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"streamlit did not start on {url} (exit code {proc.poll()}); see {log}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if log:
+            out.close()
+
+
+@contextlib.contextmanager
+def browser_page(width: int = 1500, height: int = 1100):
+    """A Playwright page in headless Debian Chromium (no downloaded browser)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            yield page
+        finally:
+            browser.close()
+
+
+IDLE_JS = """() => {
+  const running = [...document.querySelectorAll('[data-testid="stStatusWidget"]')]
+    .some(e => /Running|Stop/.test(e.innerText));
+  const busy = document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]');
+  const stale = document.querySelector('[data-stale="true"]');
+  return !running && !busy && !stale;
+}"""
+
+
+def wait_idle(page, timeout: float = 180_000) -> None:
+    """Wait until the script run is over: no running status, spinner, skeleton or stale element."""
+    page.wait_for_timeout(400)
+    page.wait_for_function(IDLE_JS, timeout=timeout)
+    page.wait_for_timeout(400)
+    page.wait_for_function(IDLE_JS, timeout=timeout)
+
+
+def full_screenshot(page, path: Path) -> None:
+    """The whole page: Streamlit scrolls inside its main container, so grow the viewport to fit it first."""
+    size = page.viewport_size
+    height = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                           "'[data-testid=\"stMain\"], [data-testid=\"stSidebarContent\"]')]"
+                           ".map(e => e.scrollHeight))")
+    page.set_viewport_size({"width": size["width"], "height": int(min(max(height, size["height"]), 8000))})
+    page.wait_for_timeout(800)  # let plotly re-layout
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+
+
+def open_page(page, url: str, name: str, *, timeout: float = 180_000) -> float:
+    """Open one dashboard page by URL (a new session); returns seconds until its script run finished."""
+    start = time.perf_counter()
+    page.goto(f"{url}/{PAGES[name]}", wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=timeout)
+    wait_idle(page, timeout)
+    return time.perf_counter() - start
+
+
+NAV_TITLES = {"home": "Overview", "importance": "Head importance", "prune": "Prune & evaluate",
+              "inspector": "Head inspector", "runs": "Runs"}
+
+
+def goto_nav(page, name: str, *, timeout: float = 180_000) -> float:
+    """Switch page with the sidebar navigation (same session); seconds until the run finished."""
+    start = time.perf_counter()
+    page.locator('[data-testid="stSidebarNav"] a', has_text=NAV_TITLES[name]).first.click()
+    page.wait_for_function(f"() => [...document.querySelectorAll('h1')].some(h => h.innerText.includes("
+                           f"{NAV_TITLES[name] if name != 'home' else 'headprune'!r}))", timeout=timeout)
+    wait_idle(page, timeout)
+    return time.perf_counter() - start
+
+
+def metric_text(page, index: int = 0) -> str:
+    return page.locator('[data-testid="stMetricValue"]').nth(index).inner_text()
+
+
+def move_slider(page, key: str, wait_change_of: str | None = None, timeout: float = 120_000) -> None:
+    """Press ``key`` (Home, End, ArrowRight ...) on the first slider, then wait for the rerun."""
+    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    thumb.focus()
+    thumb.press(key)
+    if wait_change_of is not None:
+        page.wait_for_function(
+            "old => { const m = document.querySelector('[data-testid=\"stMetricValue\"]');"
+            " return m && m.innerText !== old; }", arg=wait_change_of, timeout=timeout)
+    wait_idle(page, timeout)
+
+
+def tour(url: str, out: Path | None = None, *, rounds: int = 2) -> dict[str, list[float]]:
+    """Visit every page through the sidebar, ``rounds`` times; the first round is cold (fresh server
+    process), later ones warm. Saves one full-page PNG per page (last round) under ``out``."""
+    times: dict[str, list[float]] = {n: [] for n in PAGES}
+    with browser_page() as page:
+        for r in range(rounds):
+            if r == 0:
+                times["home"].append(open_page(page, url, "home"))
+            else:
+                times["home"].append(goto_nav(page, "home"))
+            if out is not None and r == rounds - 1:
+                full_screenshot(page, out / "home.png")
+            for name in ("importance", "prune", "inspector", "runs"):
+                times[name].append(goto_nav(page, name))
+                if out is not None and r == rounds - 1:
+                    if name == "prune":
+                        page.get_by_role("button", name="Measure size and latency").click()
+                        wait_idle(page)
+                    full_screenshot(page, out / f"{name}.png")
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache", default=str(REPO / "cache"), help="cache folder (HEADPRUNE_CACHE)")
+    ap.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with streamlit_server(args.cache, log=out / "streamlit.log") as url:
+        times = tour(url, out)
+    print("page          cold (s)  warm (s)")
+    for name, t in times.items():
+        print(f"{name:12} {t[0]:8.1f} {min(t[1:]) if len(t) > 1 else float('nan'):9.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

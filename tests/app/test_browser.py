@@ -1,0 +1,50 @@
+"""The real app in headless Chromium: load, move the slider, see the metric change, save screenshots."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.app import browser
+
+ARTIFACTS = Path(os.environ.get("HEADPRUNE_ARTIFACTS", browser.REPO / "artifacts")) / "browser"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(browser.CHROMIUM).exists(),
+                       reason=f"no Chromium at {browser.CHROMIUM} (apt-get install chromium; .ci/run installs it)"),
+]
+
+
+@pytest.fixture(scope="module")
+def server(fixture_cache):
+    pytest.importorskip("playwright", reason="playwright is not installed (pip install playwright==1.65.2)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with browser.streamlit_server(fixture_cache["root"], log=ARTIFACTS / "streamlit.log") as url:
+        yield url
+
+
+def test_slider_changes_the_metric_in_a_real_browser(server):
+    with browser.browser_page() as page:
+        browser.open_page(page, server, "home")
+        assert "headprune" in page.locator("h1").first.inner_text()
+        browser.goto_nav(page, "prune")
+        assert page.locator('[data-testid="stException"]').count() == 0
+        browser.move_slider(page, "Home")  # k = 0: the unpruned model
+        unpruned = browser.metric_text(page)
+        assert unpruned == browser.metric_text(page, 1)
+        browser.move_slider(page, "End", wait_change_of=unpruned)  # k = every head
+        pruned = browser.metric_text(page)
+        assert pruned != unpruned
+        assert "12 of 12 heads pruned" in page.locator('[data-testid="stMetric"]').first.inner_text()
+        browser.full_screenshot(page, ARTIFACTS / "prune_all_heads.png")
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_every_page_renders_in_a_real_browser(server):
+    times = browser.tour(server, ARTIFACTS, rounds=1)
+    assert set(times) == set(browser.PAGES)
+    for name in browser.PAGES:
+        assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000
