@@ -19,13 +19,14 @@ if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(s
     st.stop()
 
 current = ss.get("current_mask")
-if current and (current["ft"] != ft.key() or current["task"] != sel.task):
-    current = None
+if current and (current["ft"] != ft.key() or current["task"] != sel.task
+                or all(v != 0 for row in current["mask"] for v in row)):
+    current = None  # another model, or a mask that prunes nothing
 if current:
     st.info(f"Current mask (from Prune & evaluate): **{current['label']}**.")
 else:
-    st.info("No mask chosen yet for this model and task: choose one on *Prune & evaluate*; until then only the "
-            "full model's tags are shown.")
+    st.info("No heads are pruned yet for this model and task: choose a mask on *Prune & evaluate*; until then "
+            "only the full model's tags are shown.")
     st.page_link("headprune_app/pages/prune.py", label="Go to Prune & evaluate", icon=":material/content_cut:")
 mask = current["mask"] if current else None
 

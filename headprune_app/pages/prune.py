@@ -75,7 +75,8 @@ elif strategy == "layers":
     k = shape[1] * (shape[0] // 3)
     c3.caption(f"{k} heads: every head of the {part} third of the layers.")
 else:
-    k = c3.slider("Heads pruned (k)", 0, total, value=min(total, max(0, total // 2)), key="k")
+    k = c3.slider("Heads pruned (k)", 0, total, value=0, key="k",
+                  help="Starts at 0 (the cached unpruned evaluation); each new k is evaluated once, then cached.")
 
 mask = cached.mask(shape, strategy, k, ranking=ranking, seed=seed, part=part, custom=custom)
 if strategy != "custom":

@@ -107,6 +107,7 @@ def test_curves_show_every_cached_strategy(app):
 
 def test_custom_mask_by_hand(app):
     run_page(app, "prune")
+    app.slider(key="k").set_value(6).run()
     app.selectbox(key="strategy").set_value("custom").run()
     start = app.multiselect(key="custom_heads").value  # starts from the mask shown before (k = 6)
     assert len(start) == 6
@@ -137,6 +138,24 @@ def test_measure_size_and_latency(app):
     assert not app.exception
     assert metric_value(app, "speed-up") > 0
     assert app.metric[[m.label for m in app.metric].index("parameters")].value.endswith(" M")
+
+
+def test_cached_views_render_without_computing(fixture_cache, monkeypatch):
+    """With everything cached, no page fine-tunes, scores, evaluates, computes a curve or even loads a model."""
+    from headprune_core.study import Study
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cached view tried to compute")
+
+    for name in ("finetuned", "scores", "evaluation", "curve", "_train"):
+        monkeypatch.setattr(Study, name, refuse)
+    monkeypatch.setattr(Study, "loaded", property(refuse))
+    at = make_app(fixture_cache["root"], monkeypatch)
+    at.run()
+    for page in ("home", "importance", "prune", "runs"):
+        run_page(at, page)
+        assert not at.error and not at.warning, page
+    assert metric_value(run_page(at, "prune"), "accuracy, 0 of") > 0
 
 
 def test_runs_page_lists_entries(app):
