@@ -265,8 +265,8 @@ def jobs_for(st_: Study, cfgs: Sequence[RunConfig], *, names: Sequence[str] | No
 def plan_status(st_: Study, plan) -> list[dict]:
     """Every job of ``plan`` with its cache status (nothing is computed)."""
     from headprune_core.study import plan_jobs
-    return [{"job": j.what, "kind": j.cfg.kind, "status": status(st_, j.cfg), "_job": j}
-            for j in plan_jobs(st_, plan)]
+    return [{"job": j.what, "kind": j.cfg.kind, "lang": getattr(j.cfg, "lang", None),
+             "status": status(st_, j.cfg), "_job": j} for j in plan_jobs(st_, plan)]
 
 
 # --- model work (under the lock) ----------------------------------------------------------------------------------

@@ -269,3 +269,28 @@ def attention_heatmap(pieces: Sequence[str], matrix: np.ndarray, *, title: str =
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(tickangle=-60)
     return fig
+
+
+def status_matrix(rows: Sequence[dict]) -> pd.DataFrame:
+    """Cache status at a glance: one row per language, one column per kind of result.
+
+    ``rows`` hold ``kind``, ``status`` and ``lang`` (None for the fine-tuned model); a cell reads "ok",
+    "missing", "corrupt" or, for several curves, "2/3 ok".
+    """
+    names = {"finetune": "fine-tuned model", "score": "head scores", "eval": "evaluation", "curve": "curves"}
+    cells: dict[str, dict[str, list[str]]] = {}
+    for r in rows:
+        lang = r.get("lang") or "(all)"
+        cells.setdefault(lang, {}).setdefault(names.get(r["kind"], r["kind"]), []).append(r["status"])
+    out = []
+    for lang, kinds in cells.items():
+        row = {"language": lang}
+        for kind, states in kinds.items():
+            ok = sum(s == "ok" for s in states)
+            if len(states) == 1:
+                row[kind] = states[0]
+            else:
+                row[kind] = f"{ok}/{len(states)} ok" + (" (corrupt)" if "corrupt" in states else "")
+        out.append(row)
+    cols = ["language"] + [n for n in names.values() if any(n in r for r in out)]
+    return pd.DataFrame(out, columns=cols).fillna("")

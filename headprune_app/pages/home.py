@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from headprune_app import cached
+from headprune_app import cached, charts
 from headprune_app import selection as S
 
 sel: S.Selection = cached.selection()
@@ -40,8 +40,10 @@ c1, c2, c3 = st.columns(3)
 c1.metric("results cached", f"{done} of {len(rows)}")
 c2.metric("missing", sum(r["status"] == "missing" for r in rows))
 c3.metric("corrupt", sum(r["status"] == "corrupt" for r in rows))
-table = pd.DataFrame([{"result": r["job"], "kind": r["kind"], "status": r["status"]} for r in rows])
-st.dataframe(table, hide_index=True, height=min(400, 36 + 35 * len(rows)))
+st.dataframe(charts.status_matrix(rows), hide_index=True)
+with st.expander("Every result of the plan"):
+    st.dataframe(pd.DataFrame([{"result": r["job"], "kind": r["kind"], "status": r["status"]} for r in rows]),
+                 hide_index=True)
 todo = [r for r in rows if r["status"] != "ok"]
 if todo:
     if st.button(f"Compute the {len(todo)} missing result(s)", type="primary", key="compute_missing"):

@@ -129,3 +129,15 @@ def test_notes_for_german_and_the_name_task():
     notes = " ".join(S.language_notes("name", ["en", "de"]))
     assert "250 sentences" in notes and "proxy for NER" in notes
     assert S.language_notes("pos", ["en"]) == []
+
+
+def test_status_matrix_reads_at_a_glance():
+    rows = [{"kind": "finetune", "lang": None, "status": "ok"},
+            {"kind": "score", "lang": "en", "status": "ok"}, {"kind": "eval", "lang": "en", "status": "corrupt"},
+            {"kind": "curve", "lang": "en", "status": "ok"}, {"kind": "curve", "lang": "en", "status": "missing"},
+            {"kind": "score", "lang": "de", "status": "missing"}]
+    table = charts.status_matrix(rows)
+    assert list(table.columns) == ["language", "fine-tuned model", "head scores", "evaluation", "curves"]
+    en = table.set_index("language").loc["en"]
+    assert (en["head scores"], en["evaluation"], en["curves"]) == ("ok", "corrupt", "1/2 ok")
+    assert table.set_index("language").loc["de", "evaluation"] == ""

@@ -1,0 +1,169 @@
+"""AppTest of the Task affinity and Shared heads pages on the fixture cache (tiny BERT, generated corpora) with a
+small GradTS plan computed through the real pipeline; and on a cache where nothing is computed yet."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from headprune_core.gradts import GradTS, GradTSPlan
+from headprune_core.store import Store
+from headprune_core.study import Study
+from tests.app.conftest import REPO, TIMEOUT
+
+AFFINITY = str(REPO / "headprune_app" / "pages" / "task_affinity.py")
+SHARED = str(REPO / "headprune_app" / "pages" / "shared_heads.py")
+TRAIN = {"max_train_sentences": 48, "epochs": 2.0, "lr": 3e-3, "batch_size": 16, "freeze_embeddings": False}
+
+
+def fixture_plan(model: str, *, small: bool = False) -> GradTSPlan:
+    units = ("pos/en", "name/en", "pos/es") if small else ("pos/en", "name/en", "pos/es", "name/es", "pos/de")
+    return GradTSPlan(name="fixture-gradts-small" if small else "fixture-gradts",
+                      description="Test fixture: tiny BERT, generated POS/NAME units.", units=units,
+                      primaries=("pos/es",) if small else ("name/es", "pos/de"), model=model, train=TRAIN,
+                      score_sentences=20, eval_sentences=20, max_trial=1 if small else 2,
+                      random_seeds=(0,) if small else (0, 1), note="Subsampled test fixture (tiny on purpose).")
+
+
+def write_plan(root: Path, plan: GradTSPlan) -> None:
+    folder = root / "plans" / "gradts"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{plan.name}.json").write_text(json.dumps(plan.to_dict(), indent=1))
+
+
+def copy_cache(fixture_cache, dest: Path, *, runs: bool) -> Path:
+    for part in ("runs", "plans", "corpora") if runs else ("plans", "corpora"):
+        shutil.copytree(fixture_cache["root"] / part, dest / part)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def gradts_cache(fixture_cache, tmp_path_factory) -> dict:
+    """The dashboard's fixture cache plus a GradTS plan, validated end to end (read-only)."""
+    root = copy_cache(fixture_cache, tmp_path_factory.mktemp("gradts-pages") / "cache", runs=True)
+    plan = fixture_plan(fixture_cache["model"])
+    write_plan(root, plan)
+    import os
+    old = os.environ.get("HEADPRUNE_CACHE")
+    os.environ["HEADPRUNE_CACHE"] = str(root)
+    try:
+        out = GradTS(Study(plan.model, store=Store(root / "runs"), device="cpu", progress=False), plan).run()
+    finally:
+        os.environ.pop("HEADPRUNE_CACHE") if old is None else os.environ.__setitem__("HEADPRUNE_CACHE", old)
+    return {"root": root, "plan": plan, "result": out["result"], "fixture": fixture_cache}
+
+
+def selection(fixture_cache):
+    from headprune_app.selection import Selection
+    return Selection(plan=fixture_cache["plan"], model=fixture_cache["model"], task="pos", setting="cross",
+                     source="en", langs=("en", "de", "es"), lang="en", method="gate_grad", normalize="layer_sum")
+
+
+def page(path: str, cache: Path, monkeypatch, *, fixture_cache=None):
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(cache))
+    at = AppTest.from_file(path, default_timeout=TIMEOUT)
+    if fixture_cache is not None:  # what the frame (app.py) puts there
+        at.session_state["selection"] = selection(fixture_cache)
+    return at
+
+
+def ok(at):
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def text_of(at) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info])
+
+
+def test_task_affinity_shows_heatmap_selection_and_validation(gradts_cache, monkeypatch):
+    at = ok(page(AFFINITY, gradts_cache["root"], monkeypatch))
+    assert at.selectbox(key="gradts_plan").value == "fixture-gradts"
+    assert not at.error and not at.warning, [w.value for w in at.warning]
+    charts = at.get("plotly_chart")
+    assert len(charts) == 3  # ranking, tau heatmap, validation bars
+    heat = json.loads(charts[1].proto.spec)
+    assert heat["data"][0]["type"] == "heatmap" and "Kendall tau" in heat["data"][0]["hovertemplate"]
+    assert "Subsampled test fixture" in text_of(at)
+    table = at.dataframe[0].value
+    assert set(table["setting"]) == {"primary alone", "+ GradTS-thres", "+ GradTS-trial", "+ all tasks",
+                                     "+ random tasks"}
+    assert set(table["primary"]) == {"name/es", "pos/de"}
+    bars = json.loads(charts[2].proto.spec)
+    assert any(t.get("error_y", {}).get("visible") for t in bars["data"])  # spread over random seeds
+
+
+def test_threshold_slider_highlights_the_selection(gradts_cache, monkeypatch):
+    at = ok(page(AFFINITY, gradts_cache["root"], monkeypatch))
+    at.selectbox(key="gradts_primary:fixture-gradts").set_value("name/es")
+    at.slider(key="gradts_threshold:fixture-gradts").set_value(-1.0)
+    ok(at)
+    assert "selects 4 of 4" in text_of(at)
+    heat = json.loads(at.get("plotly_chart")[1].proto.spec)
+    circles = [t for t in heat["data"] if t.get("type") == "scatter"]
+    assert circles and len(circles[0]["x"]) == 4
+    at.slider(key="gradts_threshold:fixture-gradts").set_value(1.0)
+    ok(at)
+    assert "selects 0 of 4" in text_of(at)
+    assert not [t for t in json.loads(at.get("plotly_chart")[1].proto.spec)["data"] if t.get("type") == "scatter"]
+    at.radio(key="gradts_corr").set_value("Spearman rho")
+    ok(at)
+    assert "Spearman" in json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["hovertemplate"]
+
+
+def test_gate_grad_maps_missing_are_offered(gradts_cache, monkeypatch, tmp_path):
+    root = copy_cache({"root": gradts_cache["root"]}, tmp_path / "cache", runs=True)
+    at = ok(page(AFFINITY, root, monkeypatch))
+    at.radio(key="gradts_method:fixture-gradts").set_value("gate_grad")
+    ok(at)
+    assert at.warning and "head maps (gate_grad) are not in the cache" in at.warning[0].value
+    assert not at.error
+    at.button(key="maps:fixture-gradts:gate_grad").click()
+    ok(at)  # scores computed from the cached single-task models, then the validation is offered
+    assert any("validation" in w.value and "not cached" in w.value for w in at.warning)
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_pages_on_an_empty_cache_say_what_is_missing_and_compute_it(fixture_cache, monkeypatch, tmp_path):
+    root = copy_cache(fixture_cache, tmp_path / "cache", runs=False)
+    plan = fixture_plan(fixture_cache["model"], small=True)
+    write_plan(root, plan)
+    at = ok(page(AFFINITY, root, monkeypatch))
+    assert "3 of 3 head maps (kv_grad) are not in the cache" in at.warning[0].value
+    assert not at.error and not at.get("plotly_chart")
+    at.button(key="maps:fixture-gradts-small:kv_grad").click()
+    ok(at)
+    assert len(at.get("plotly_chart")) == 2 and not at.error
+    at.button(key="validate:fixture-gradts-small:kv_grad").click()
+    ok(at)
+    assert len(at.get("plotly_chart")) == 3 and not at.warning and not at.error
+
+    shared = ok(page(SHARED, root, monkeypatch))
+    assert not shared.error and len(shared.get("plotly_chart")) == 2
+
+
+def test_shared_heads_by_task_and_by_language(gradts_cache, monkeypatch):
+    at = ok(page(SHARED, gradts_cache["root"], monkeypatch, fixture_cache=gradts_cache["fixture"]))
+    assert not at.error and not at.warning, [w.value for w in at.warning]
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2  # count heatmap, Jaccard
+    count = json.loads(charts[0].proto.spec)["data"][0]
+    assert count["zmax"] == 5 and "layer %{y}, head %{x}" in count["hovertemplate"]
+    claimed = at.dataframe[0].value
+    assert list(claimed.columns) == ["layer", "head", "claimed by", "share", "maps"]
+    assert claimed["claimed by"].is_monotonic_decreasing
+    size = [m for m in at.metric if m.label == "top set size"][0].value
+    at.slider(key="shared_top_p").set_value(50)
+    ok(at)
+    assert size == "1 head" and [m for m in at.metric if m.label == "top set size"][0].value == "6 heads"
+
+    at.radio(key="shared_group").set_value("languages (sidebar choices)")
+    ok(at)
+    assert not at.error and not at.warning
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["zmax"] == 3  # en, de, es
+    assert "only 250 sentences" in text_of(at)  # German caveat travels with the maps
