@@ -305,12 +305,13 @@ def measure(st_: Study, ft, mask, task: str, lang: str) -> dict:
 def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
     """A callable building the pruned model folder as a zip (for ``st.download_button``'s deferred data)."""
     mask_key = _mask_key(mask)
+    lock = compute_lock()  # fetched here: the callable runs on another thread, outside the script run
 
     def build() -> bytes:
         import torch
 
         from headprune_core.pruned import save_pruned
-        with compute_lock(), tempfile.TemporaryDirectory() as tmp:
+        with lock, tempfile.TemporaryDirectory() as tmp:
             out = save_pruned(st_.finetuned(ft), torch.tensor(mask_key, dtype=torch.float32),
                               Path(tmp) / "pruned", tokenizer=st_.loaded.tokenizer, meta=meta)
             buf = io.BytesIO()

@@ -141,3 +141,27 @@ def test_status_matrix_reads_at_a_glance():
     en = table.set_index("language").loc["en"]
     assert (en["head scores"], en["evaluation"], en["curves"]) == ("ok", "corrupt", "1/2 ok")
     assert table.set_index("language").loc["de", "evaluation"] == ""
+
+
+def test_pruned_model_download_is_a_loadable_pruned_model(fixture_cache, monkeypatch, tmp_path):
+    import io
+    import zipfile
+
+    from headprune_app import cached
+    from headprune_core.heads import present_mask
+    from headprune_core.pruned import load_pruned
+    from headprune_core.study import Study
+
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(fixture_cache["root"]))
+    plan = fixture_cache["plan"]
+    study = Study(plan.model, progress=False)
+    sel = S.Selection(plan=plan, model=plan.model, task="pos", setting="cross", source="en", langs=plan.langs,
+                      lang="en", method=plan.method, normalize="layer_sum")
+    mask = np.ones((3, 4))
+    mask[0, :] = 0
+    mask[2, 1] = 0
+    data = cached.pruned_zip(study, S.finetune_config(study, sel), mask, {"mask_label": "test"})()
+    zipfile.ZipFile(io.BytesIO(data)).extractall(tmp_path)
+    model = load_pruned(tmp_path / "pruned")
+    assert present_mask(model).numpy().tolist() == mask.tolist()
+    assert (tmp_path / "pruned" / "tokenizer.json").is_file()
