@@ -348,7 +348,7 @@ PRESETS: dict[str, StudyPlan] = {
                     "on English (cross-lingual), gate-gradient importance for every (task, language), "
                     "importance-order curves everywhere; random, reverse and layer-third pruning for English.",
         strategies=("importance",),
-        train={"max_train_sentences": 1000, "epochs": 2.0},
+        train={"max_train_sentences": 1000, "epochs": 2.0, "batch_size": 8},
         score_sentences=200,
         eval_sentences=200,
         curve_step=24,
