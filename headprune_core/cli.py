@@ -34,6 +34,18 @@ def _run_args(p: argparse.ArgumentParser, *, lang: bool = True) -> None:
     p.add_argument("--seed", type=int, default=13)
 
 
+def _gradts_args(p: argparse.ArgumentParser, *, plan: bool = True) -> None:
+    if plan:
+        p.add_argument("--plan", default="gradts-demo", help="GradTS preset or JSON plan file (units, settings)")
+    p.add_argument("--units", default=None, help="comma-separated task/lang units (replace the plan's)")
+    p.add_argument("--primaries", default=None, help="comma-separated primary units (replace the plan's)")
+    p.add_argument("--method", choices=["kv_grad", "gate_grad"], default=None, help="head maps (default: plan's)")
+    p.add_argument("--sentences", type=int, default=None, help="cap sentences per split (quick look)")
+    p.add_argument("--model", default=None, help="model (default: the plan's)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--cache", default=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m headprune_core",
                                      description="Score, prune and compare the attention heads of encoders.")
@@ -54,6 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sentences", type=int, default=None, help="cap sentences per split (quick look)")
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", default=None)
+
+    p = sub.add_parser("affinity", help="GradTS task affinity: per-unit head maps, Kendall tau, auxiliary ranking")
+    _gradts_args(p)
+    p.add_argument("--primary", default=None, help="rank auxiliary units for this unit (default: the plan's)")
+    p.add_argument("--threshold", type=float, default=None, help="GradTS-thres tau threshold (default: plan's)")
+    p.add_argument("--correlation", choices=["kendall", "spearman"], default="kendall")
+
+    p = sub.add_parser("gradts", help="GradTS validation: thres/trial/all/random selections checked by "
+                                      "multi-task training (preset gradts-demo or a JSON plan file)")
+    p.add_argument("preset", nargs="?", default="gradts-demo", help="GradTS preset name or a JSON plan file")
+    _gradts_args(p, plan=False)
 
     p = sub.add_parser("finetune", help="fine-tune a model on a task")
     _run_args(p, lang=False)
@@ -161,6 +184,11 @@ def cmd_study(args) -> int:
                              f"{sorted(known)}")
         plan = StudyPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
     else:
+        from headprune_core.gradts import GRADTS_PRESETS
+        if args.preset in GRADTS_PRESETS:  # `study gradts-demo` is the same as `gradts gradts-demo`
+            for name in ("units", "primaries", "method", "model"):
+                setattr(args, name, None)
+            return cmd_gradts(args)
         plan = get_preset(args.preset)
     plan = plan.restricted(langs=tuple(args.langs.split(",")) if args.langs else None,
                            tasks=tuple(args.tasks.split(",")) if args.tasks else None, sentences=args.sentences)
@@ -189,6 +217,100 @@ def _print_summary(study, plan) -> None:
                 continue
             ev = study.evaluation(study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences))
             print(f"  {task:6} {lang}: {ev['metric']} {ev['score']:.1f} (n={ev['n']})")
+
+
+def _gradts_plan(name: str, args):
+    """A GradTS preset or JSON plan file, restricted by the command's options."""
+    from dataclasses import replace
+
+    from headprune_core.gradts import GradTSPlan, get_gradts_preset
+    if name.endswith(".json") or Path(name).is_file():
+        plan = GradTSPlan.from_dict(json.loads(Path(name).read_text()))
+    else:
+        plan = get_gradts_preset(name)
+    split = (lambda v: tuple(x.strip() for x in v.split(",") if x.strip()) if v else None)
+    plan = plan.restricted(units=split(getattr(args, "units", None)),
+                           primaries=split(getattr(args, "primaries", None)) or split(getattr(args, "primary", None)),
+                           sentences=args.sentences, method=getattr(args, "method", None))
+    if getattr(args, "model", None):
+        plan = replace(plan, model=args.model)
+    if getattr(args, "threshold", None) is not None:
+        plan = replace(plan, threshold=args.threshold)
+    return plan
+
+
+def _gradts_runner(plan, args, desc: str):
+    """(GradTS, tqdm bar): the bar advances on every cached step and names it."""
+    from tqdm.auto import tqdm
+
+    from headprune_core.gradts import GradTS
+    from headprune_core.study import Study
+    bar = tqdm(desc=desc, unit="step")
+
+    def on_job(what: str, cached: bool) -> None:
+        bar.set_postfix_str(("cached: " if cached else "") + what)
+        bar.update(1)
+    gts = GradTS(Study(plan.model, device=args.device), plan, on_job=on_job)
+    return gts, bar
+
+
+def _print_tau(names, tau, kind: str) -> None:
+    from headprune_core.affinity import cluster_order
+    order = cluster_order(tau)
+    names = [names[i] for i in order]
+    tau = np.asarray(tau)[np.ix_(order, order)]
+    width = max(len(n) for n in names)
+    print(f"{kind} between the units' head maps (clustered order):")
+    print(" " * (width + 1) + " ".join(f"{i:>6}" for i in range(len(names))))
+    for i, (n, row) in enumerate(zip(names, tau)):
+        print(f"{n:>{width}} " + " ".join(f"{v:6.2f}" for v in row) + f"  [{i}]")
+    off = tau[~np.eye(len(tau), dtype=bool)]
+    print(f"off-diagonal: min {off.min():.3f}, mean {off.mean():.3f}, max {off.max():.3f}")
+
+
+def cmd_affinity(args) -> int:
+    from headprune_core.affinity import rank_auxiliary, select_threshold
+    plan = _gradts_plan(args.plan, args)
+    gts, bar = _gradts_runner(plan, args, "head maps")
+    bar.total = 2 * len(gts.units)
+    aff = gts.affinity()
+    bar.close()
+    matrix = aff["tau"] if args.correlation == "kendall" else aff["spearman"]
+    _print_tau(aff["names"], matrix, "Kendall tau" if args.correlation == "kendall" else "Spearman rho")
+    print(f"maps: {plan.method}, fine-tuned alone on {plan.train}, scored on {plan.score_sentences} sentences")
+    for primary in (args.primary,) if args.primary else gts.primaries:
+        ranking = rank_auxiliary(aff["names"], matrix, primary)
+        chosen = set(select_threshold(ranking, plan.threshold))
+        print(f"\nauxiliary units for {primary} (* = above the threshold {plan.threshold}):")
+        for name, value in ranking:
+            print(f"  {'*' if name in chosen else ' '} {name:20} {value:+.3f}")
+    return 0
+
+
+def cmd_gradts(args) -> int:
+    from headprune_core.gradts import format_table
+    plan = _gradts_plan(args.preset, args)
+    gts, bar = _gradts_runner(plan, args, f"gradts {plan.name}")
+    bar.total = gts.expected_jobs()
+    out = gts.run()
+    bar.close()
+    res = out["result"]
+    if plan.note:
+        print(f"note: {plan.note}")
+    _print_tau(res["names"], out["tau"], "Kendall tau")
+    for v in res["validation"]:
+        print(f"\n{v['primary']}: ranking " + ", ".join(f"{n} {t:+.2f}" for n, t in v["ranking"]))
+        print(f"  GradTS-thres (tau > {plan.threshold}): {', '.join(v['thres']) or 'none'}")
+        print("  GradTS-trial: " + "; ".join(f"{'+'.join(t['aux']) or 'alone'} dev {t['dev']:.1f}"
+                                             for t in v["trial"]["trials"])
+              + f" -> {', '.join(v['trial']['selected']) or 'alone'}")
+    print()
+    print(format_table(res))
+    s = res["seconds"]
+    print(f"\nwall time: {s['wall']:.0f} s when computed (maps {s['wall_maps']:.0f} s, multi-task runs and "
+          f"evaluations {s['wall_multitask']:.0f} s); training+scoring of the maps {s['maps_total']:.0f} s, "
+          f"multi-task training {s['multitask_total']:.0f} s; key {gts.config().key()}")
+    return 0
 
 
 def cmd_finetune(args) -> int:
@@ -353,6 +475,7 @@ def cmd_export(args) -> int:
     return 0
 
 
-COMMANDS = {"prepare": cmd_prepare, "tasks": cmd_tasks, "study": cmd_study, "finetune": cmd_finetune,
+COMMANDS = {"prepare": cmd_prepare, "tasks": cmd_tasks, "study": cmd_study, "affinity": cmd_affinity,
+            "gradts": cmd_gradts, "finetune": cmd_finetune,
             "score": cmd_score, "curve": cmd_curve, "evaluate": cmd_evaluate, "refinetune": cmd_refinetune,
             "prune": cmd_prune, "ls": cmd_ls, "show": cmd_show, "rm": cmd_rm, "export": cmd_export}

@@ -158,6 +158,41 @@ class EvalConfig(RunConfig):
 
 
 @dataclass(frozen=True)
+class GradTSConfig(RunConfig):
+    """GradTS checked by multi-task training: per-unit maps, task affinity, thres/trial/all/random selections.
+
+    The parts (fine-tunes, scores, evaluations) are cached under their own keys; this entry holds the assembled
+    table, the selections and the wall times. ``train`` holds the fine-tuning overrides as sorted (name, value)
+    pairs; ``units`` are ``task/lang``.
+    """
+
+    kind: ClassVar[str] = "gradts"
+    model: str
+    units: tuple[str, ...]
+    primaries: tuple[str, ...]
+    method: str = "kv_grad"
+    threshold: float = 0.6
+    max_trial: int | None = 3
+    random_seeds: tuple[int, ...] = (0, 1)
+    score_sentences: int | None = 200
+    eval_sentences: int | None = 200
+    train: tuple[tuple[str, Any], ...] = ()
+    model_fp: str = ""
+    data_fp: str = ""
+
+    def __post_init__(self):
+        _require(len(self.units) >= 2 and len(set(self.units)) == len(self.units),
+                 "GradTS needs at least two distinct task units")
+        missing = [p for p in self.primaries if p not in self.units]
+        _require(bool(self.primaries) and not missing,
+                 f"primary units must be among the units; not found: {', '.join(missing) or '(none given)'}")
+        _require(self.method in ("kv_grad", "gate_grad"),
+                 f"unknown GradTS importance method {self.method!r}; known: kv_grad, gate_grad")
+        _require(-1.0 <= self.threshold <= 1.0, f"the tau threshold must be in [-1, 1], got {self.threshold}")
+        _require(self.max_trial is None or self.max_trial >= 1, "max_trial must be at least 1 (or None: all)")
+
+
+@dataclass(frozen=True)
 class RefinetuneConfig(RunConfig):
     """Ma et al.: for k = 1..max_k lowest-ranked heads, prune, re-fine-tune, keep the best k on dev."""
 

@@ -77,6 +77,15 @@ def ok(at):
     return at
 
 
+def specs(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def tau_heatmap(at) -> dict:
+    """The affinity heatmap (the first chart whose first trace is a heatmap)."""
+    return next(s for s in specs(at) if s["data"][0]["type"] == "heatmap")
+
+
 def text_of(at) -> str:
     return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info])
 
@@ -87,14 +96,13 @@ def test_task_affinity_shows_heatmap_selection_and_validation(gradts_cache, monk
     assert not at.error and not at.warning, [w.value for w in at.warning]
     charts = at.get("plotly_chart")
     assert len(charts) == 3  # ranking, tau heatmap, validation bars
-    heat = json.loads(charts[1].proto.spec)
-    assert heat["data"][0]["type"] == "heatmap" and "Kendall tau" in heat["data"][0]["hovertemplate"]
+    assert "Kendall tau" in tau_heatmap(at)["data"][0]["hovertemplate"]
     assert "Subsampled test fixture" in text_of(at)
     table = at.dataframe[0].value
     assert set(table["setting"]) == {"primary alone", "+ GradTS-thres", "+ GradTS-trial", "+ all tasks",
                                      "+ random tasks"}
     assert set(table["primary"]) == {"name/es", "pos/de"}
-    bars = json.loads(charts[2].proto.spec)
+    bars = specs(at)[2]  # below the two columns
     assert any(t.get("error_y", {}).get("visible") for t in bars["data"])  # spread over random seeds
 
 
@@ -104,16 +112,15 @@ def test_threshold_slider_highlights_the_selection(gradts_cache, monkeypatch):
     at.slider(key="gradts_threshold:fixture-gradts").set_value(-1.0)
     ok(at)
     assert "selects 4 of 4" in text_of(at)
-    heat = json.loads(at.get("plotly_chart")[1].proto.spec)
-    circles = [t for t in heat["data"] if t.get("type") == "scatter"]
+    circles = [t for t in tau_heatmap(at)["data"] if t.get("type") == "scatter"]
     assert circles and len(circles[0]["x"]) == 4
     at.slider(key="gradts_threshold:fixture-gradts").set_value(1.0)
     ok(at)
     assert "selects 0 of 4" in text_of(at)
-    assert not [t for t in json.loads(at.get("plotly_chart")[1].proto.spec)["data"] if t.get("type") == "scatter"]
+    assert not [t for t in tau_heatmap(at)["data"] if t.get("type") == "scatter"]
     at.radio(key="gradts_corr").set_value("Spearman rho")
     ok(at)
-    assert "Spearman" in json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["hovertemplate"]
+    assert "Spearman" in tau_heatmap(at)["data"][0]["hovertemplate"]
 
 
 def test_gate_grad_maps_missing_are_offered(gradts_cache, monkeypatch, tmp_path):

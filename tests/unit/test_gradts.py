@@ -1,0 +1,243 @@
+"""GradTS study layer on a tiny random BERT and generated corpora (tests/app/fixture_cache.py), through the real
+pipeline: per-unit maps cached one by one, thres/trial selections checked by multi-task runs, a Hub-style
+(GLUE) plan read from local files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import datasets
+import numpy as np
+import pytest
+from datasets import ClassLabel, Features, Value
+
+import headprune_core.study as study_mod
+from headprune_core.affinity import correlation_matrix, gradts_map, rank_auxiliary
+from headprune_core.config import GradTSConfig
+from headprune_core.gradts import (GRADTS_PRESETS, GradTS, GradTSPlan, format_table, normalize_unit,
+                                   random_sets, random_size, validation_table)
+from headprune_core.store import Store
+from headprune_core.study import Study
+from tests.app.fixture_cache import LEXICON, build_fixture_cache
+
+TRAIN = {"max_train_sentences": 48, "epochs": 2.0, "lr": 3e-3, "batch_size": 16, "freeze_embeddings": False}
+
+
+@pytest.fixture(scope="module")
+def fixture_root(tmp_path_factory):
+    """Tiny model + generated pos/name corpora (en de es fr), no results."""
+    return build_fixture_cache(tmp_path_factory.mktemp("gradts-fixture"), with_runs=False)
+
+
+@pytest.fixture
+def env(fixture_root, tmp_path, monkeypatch):
+    """HEADPRUNE_CACHE -> the fixture; a fresh store per test; counters on fine-tuning and scoring."""
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(fixture_root["root"]))
+    calls = {"finetune": [], "score": []}
+    real_ft, real_score = study_mod.finetune, study_mod.score_heads
+
+    def counting_ft(model, train, **kw):
+        calls["finetune"].append(tuple(sorted(train)))
+        return real_ft(model, train, **kw)
+
+    def counting_score(*a, **kw):
+        calls["score"].append(kw.get("method"))
+        return real_score(*a, **kw)
+
+    monkeypatch.setattr(study_mod, "finetune", counting_ft)
+    monkeypatch.setattr(study_mod, "score_heads", counting_score)
+
+    def make_study():
+        return Study(fixture_root["model"], store=Store(tmp_path / "runs"), device="cpu", progress=False)
+    return {"model": fixture_root["model"], "root": fixture_root["root"], "calls": calls, "study": make_study,
+            "tmp": tmp_path}
+
+
+def plan(model: str, units, primaries, **kw) -> GradTSPlan:
+    return GradTSPlan(name="t", description="test", units=tuple(units), primaries=tuple(primaries), model=model,
+                      train=kw.pop("train", TRAIN), score_sentences=20, eval_sentences=20, max_trial=2,
+                      threshold=kw.pop("threshold", 0.6), **kw)
+
+
+def test_adding_a_unit_computes_only_its_map(env):
+    units = ["pos/en", "name/en", "pos/es"]
+    gts = GradTS(env["study"](), plan(env["model"], units, ["pos/en"]))
+    aff = gts.affinity()
+    assert len(env["calls"]["finetune"]) == 3 and env["calls"]["score"] == ["kv_grad"] * 3
+    assert aff["names"] == units and aff["tau"].shape == (3, 3)
+    assert np.allclose(np.diag(aff["tau"]), 1) and np.allclose(aff["tau"], aff["tau"].T)
+    maps = gts.maps()
+    assert all(m.shape == (3, 4) and m.min() == 0 and m.max() == 1 for m in maps.values())  # GradTS min-max
+    _, expected = correlation_matrix(maps, kind="spearman")
+    assert np.allclose(aff["spearman"], expected)
+
+    # a new candidate in a new session (same store): only its fine-tune and its map are computed
+    bigger = GradTS(env["study"](), plan(env["model"], units + ["name/es"], ["pos/en"]))
+    aff2 = bigger.affinity()
+    assert env["calls"]["finetune"][3:] == [("name/es",)] and len(env["calls"]["score"]) == 4
+    assert np.allclose(aff2["tau"][:3, :3], aff["tau"])
+
+    # gate_grad is selectable: new maps from the same fine-tuned models (no new fine-tuning)
+    gate = GradTS(env["study"](), replace(plan(env["model"], units, ["pos/en"]), method="gate_grad"))
+    raw_gate, raw_kv = gate.unit_raw("pos/en"), gts.unit_raw("pos/en")
+    assert env["calls"]["score"][4:] == ["gate_grad"] and len(env["calls"]["finetune"]) == 4
+    assert not np.allclose(gradts_map(raw_gate), gradts_map(raw_kv))
+
+
+def test_thres_and_trial_select_through_real_multitask_runs(env):
+    units = ["pos/en", "name/en", "pos/es", "name/es"]
+    study = env["study"]()
+    base = GradTS(study, plan(env["model"], units, ["name/en"]))
+    aff = base.affinity()
+    ranking = rank_auxiliary(aff["names"], aff["tau"], "name/en")
+    threshold = (ranking[0][1] + ranking[1][1]) / 2 if ranking[0][1] > ranking[1][1] else ranking[0][1] - 1e-9
+    gts = GradTS(study, plan(env["model"], units, ["name/en"], threshold=threshold))
+    n_before = len(env["calls"]["finetune"])
+    v = gts.validate("name/en", aff["names"], aff["tau"])
+
+    assert v["ranking"] == [list(r) for r in ranking]
+    assert v["thres"] == [n for n, t in ranking if t > threshold] and v["thres"]
+    trials = v["trial"]["trials"]
+    assert [t["aux"] for t in trials] == [[], [ranking[0][0]], [ranking[0][0], ranking[1][0]]]  # max_trial 2
+    for t in trials:  # each trial's dev score is the primary's validation metric of that cached run
+        ev = study.evaluation(gts.eval_config("name/en", t["aux"], split="validation"))
+        assert t["dev"] == pytest.approx(ev["score"])
+        assert ev["metric"] == "entity F1"
+    best = max(trials, key=lambda t: (t["dev"], -len(t["aux"])))
+    assert v["trial"]["selected"] == best["aux"]
+    kinds = [r["row"] for r in v["rows"]]
+    assert kinds == ["single", "thres", "trial", "all", "random", "random"]
+    assert next(r for r in v["rows"] if r["row"] == "all")["units"] == sorted(units)
+    k = random_size(v["thres"], v["trial"]["selected"])
+    assert v["random_k"] == k and all(len(r["aux"]) == k for r in v["rows"] if r["row"] == "random")
+    # multi-task runs are keyed by their sorted units: the thres set is a trial prefix, trained once
+    multi = [c for c in env["calls"]["finetune"][n_before:] if len(c) > 1]
+    assert len(multi) == len(set(multi))
+    assert v["summary"]["random"]["n"] == 2 and v["summary"]["single"]["std"] == 0
+
+
+def test_run_is_cached_and_reports_table_and_times(env):
+    p = plan(env["model"], ["pos/en", "name/en", "pos/es"], ["pos/es", "name/en"], threshold=-1.0)
+    jobs = []
+    gts = GradTS(env["study"](), p, on_job=lambda what, cached: jobs.append((what, cached)))
+    assert gts.cached_result() is None
+    out = gts.run()
+    res = out["result"]
+    assert out["tau"].shape == (3, 3) and res["names"] == ["pos/en", "name/en", "pos/es"]
+    assert [v["primary"] for v in res["validation"]] == ["pos/es", "name/en"]
+    assert all(v["thres"] == [n for n, _ in v["ranking"]] for v in res["validation"])  # threshold -1: all
+    assert len(jobs) <= gts.expected_jobs() and any(not c for _, c in jobs)
+    secs = res["seconds"]
+    assert secs["wall"] > 0 and set(secs["maps"]) == set(p.units) and secs["multitask_total"] > 0
+    assert all(t["train_seconds"] is not None for v in res["validation"] for t in v["trial"]["trials"])
+    table = validation_table(res)
+    assert [(line["primary"], line["row"]) for line in table][:5] == [
+        ("pos/es", r) for r in ("single", "thres", "trial", "all", "random")]
+    text = format_table(res)
+    assert "+ GradTS-trial" in text and "±" in text
+
+    n_ft, n_score = len(env["calls"]["finetune"]), len(env["calls"]["score"])
+    again = GradTS(env["study"](), p).run()  # everything cached: nothing recomputed
+    assert (len(env["calls"]["finetune"]), len(env["calls"]["score"])) == (n_ft, n_score)
+    assert again["result"]["validation"] == res["validation"]
+    assert GradTS(env["study"](), p).cached_result() is not None
+
+
+def test_cli_gradts_then_affinity_from_the_cache(env, capsys):
+    from headprune_core.cli import main
+    p = replace(plan(env["model"], ["pos/en", "name/en", "pos/es"], ["pos/es"], threshold=0.0), max_trial=1,
+                random_seeds=(0,))
+    path = env["tmp"] / "plan.json"
+    path.write_text(json.dumps(p.to_dict()))
+    root = str(env["root"])
+    assert main(["gradts", str(path), "--cache", root, "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "Kendall tau between" in out and "+ GradTS-trial" in out and "wall time" in out
+    assert "pos/es: ranking" in out and "GradTS-thres (tau > 0.0)" in out
+    n = len(env["calls"]["finetune"])
+    assert main(["affinity", "--plan", str(path), "--primary", "name/en", "--cache", root]) == 0
+    out = capsys.readouterr().out
+    assert "auxiliary units for name/en" in out and len(env["calls"]["finetune"]) == n  # maps were cached
+    assert main(["gradts", "no-such-plan", "--cache", root]) == 2
+    assert "unknown GradTS preset 'no-such-plan'; known: gradts-demo" in capsys.readouterr().err
+
+
+def _write_glue(tmp_path):
+    """GLUE-like local copies (same columns and features as the Hub): SST-2 (single) and RTE (pairs)."""
+    en = LEXICON["en"]
+    words = en["noun"] + en["verb"] + en["adj"] + en["names"]
+    rng = np.random.default_rng(0)
+
+    def sentence():
+        return " ".join(rng.choice(words, size=int(rng.integers(3, 7))))
+
+    files = {}
+    sst = Features({"sentence": Value("string"), "label": ClassLabel(names=["negative", "positive"]),
+                    "idx": Value("int32")})
+    rte = Features({"sentence1": Value("string"), "sentence2": Value("string"),
+                    "label": ClassLabel(names=["entailment", "not_entailment"]), "idx": Value("int32")})
+    for task, feats, n in (("sst2", sst, 80), ("rte", rte, 60)):
+        files[task] = {}
+        for split, size in (("train", n), ("validation", 24), ("test", 10)):
+            rows = []
+            for i in range(size):
+                row = {"idx": i, "label": -1 if split == "test" else int(i % 2)}
+                if task == "sst2":
+                    row["sentence"] = sentence() + (" big" if i % 2 else " old")
+                else:
+                    row["sentence1"], row["sentence2"] = sentence(), sentence()
+                rows.append(row)
+            path = tmp_path / f"{task}-{split}.parquet"
+            datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in feats}, features=feats).to_parquet(
+                str(path))
+            files[task][split] = str(path)
+    return files
+
+
+def test_glue_plan_runs_on_local_hub_files(env):
+    """The gradts-glue preset's path (Hub sources), on local files laid out like the Hub."""
+    files = _write_glue(env["tmp"])
+    glue = GRADTS_PRESETS["gradts-glue"]
+    p = replace(glue, model=env["model"], units=("sst2/en", "rte/en", "pos/en"), primaries=("sst2/en",),
+                sources={t: {"source": "hub", "data_files": files[t]} for t in ("sst2", "rte")},
+                train=TRAIN, score_sentences=16, eval_sentences=16, max_trial=1, random_seeds=(0,))
+    study = env["study"]()
+    res = GradTS(study, p).run()["result"]
+    assert study.data("sst2", "en").meta["hub_path"] == "nyu-mll/glue"
+    assert study.data("rte", "en").is_pair
+    v = res["validation"][0]
+    assert v["primary"] == "sst2/en" and {r["metric"] for r in v["rows"]} == {"accuracy"}
+    assert next(r for r in v["rows"] if r["row"] == "all")["units"] == ["pos/en", "rte/en", "sst2/en"]
+
+
+def test_units_plans_and_random_sets():
+    assert normalize_unit("pos/de") == "pos/de" and normalize_unit("polarity-en") == "polarity-en/en"
+    with pytest.raises(ValueError, match="say which language of 'pos'"):
+        normalize_unit("pos")
+    with pytest.raises(KeyError, match="unknown task 'nope'"):
+        normalize_unit("nope/en")
+    pool = ["a", "b", "c", "d", "e"]
+    sets = random_sets(pool, 2, (0, 1), primary="x")
+    assert sets == random_sets(pool, 2, (0, 1), primary="x") and all(len(s) == 2 for s in sets)
+    assert sets[0] != sets[1]  # distinct while enough combinations remain
+    assert random_sets(["a", "b"], 2, (0, 1), primary="x") == [["a", "b"], ["a", "b"]]
+    assert random_sets(pool, 9, (0,), primary="x") == [pool]
+    assert random_size([], []) == 1 and random_size(["a"], []) == 1 and random_size(["a"], ["b", "c"]) == 2
+    with pytest.raises(ValueError, match="unknown GradTS method"):
+        GradTSPlan(name="x", description="", units=("pos/en",), primaries=(), method="taylor")
+    with pytest.raises(ValueError, match="not fine-tuning overrides"):
+        GradTSPlan(name="x", description="", units=("pos/en",), primaries=(), train={"tasks": ("a",)})
+    demo = GRADTS_PRESETS["gradts-demo"]
+    assert len(demo.units) >= 8 and len(demo.primaries) == 2 and "Subsampled" in demo.note
+    assert GradTSPlan.from_dict(demo.to_dict()) == demo
+
+
+def test_gradts_config_key_and_validation():
+    cfg = GradTSConfig(model="m", units=("a/en", "b/en"), primaries=("a/en",), train=(("epochs", 1.0),))
+    assert GradTSConfig.from_dict(cfg.to_dict()) == cfg
+    assert cfg.replace(threshold=0.5).key() != cfg.key() and cfg.replace().key() == cfg.key()
+    with pytest.raises(ValueError, match="primary units must be among the units"):
+        GradTSConfig(model="m", units=("a/en", "b/en"), primaries=("c/en",))
+    with pytest.raises(ValueError, match="two distinct"):
+        GradTSConfig(model="m", units=("a/en",), primaries=("a/en",))
