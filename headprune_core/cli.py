@@ -31,6 +31,7 @@ def _run_args(p: argparse.ArgumentParser, *, lang: bool = True) -> None:
     p.add_argument("--epochs", type=float, default=2.0)
     p.add_argument("--max-train", type=int, default=2000, help="training sentences per language")
     p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--batch-size", type=int, default=8, help="8: small corpora need the updates")
     p.add_argument("--seed", type=int, default=13)
 
 
@@ -169,7 +170,7 @@ def _study(args):
 def _ft(study, args):
     return study.finetune_config(args.task, tuple(args.train_langs.split(",")), setting=args.setting,
                                  epochs=args.epochs, max_train_sentences=args.max_train, lr=args.lr,
-                                 seed=args.seed)
+                                 batch_size=args.batch_size, seed=args.seed)
 
 
 def cmd_study(args) -> int:
