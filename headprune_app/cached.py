@@ -92,10 +92,10 @@ def model_caption(model_id: str) -> str:
     info = model_info(model_id)
     name = Path(model_id).name if "/" in model_id else model_id
     text = f"**Model:** `{name}`"
-    if info.get("quantised"):
-        text += f" — {info['quantised']}"
     if info.get("note"):
-        text += f". {info['note']}"
+        text += f" — :orange[{info['note']}]"
+    elif info.get("quantised"):
+        text += f" — :orange[{info['quantised']}]"
     return text
 
 
@@ -358,15 +358,16 @@ def attention(st_: Study, ft, words: Sequence[str], layer: int, head: int, mask=
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def sample_sentences(task: str, lang: str, root: str, n: int = 5) -> list[str]:
-    """The first ``n`` test sentences of a prepared corpus (examples for the inspector)."""
+    """``n`` short test sentences (6 to 14 words, else the shortest) of a prepared corpus, for the inspector."""
     from headprune_core.data import load_task
     try:
         ds = load_task(task, lang).dataset["test"]
     except _problems():
         return []
-    if "tokens" in ds.column_names:
-        return [" ".join(ds[i]["tokens"]) for i in range(min(n, len(ds)))]
-    return [ds[i]["text"] for i in range(min(n, len(ds)))]
+    first = ds.select(range(min(100, len(ds))))
+    texts = [" ".join(r["tokens"]) if "tokens" in r else r["text"] for r in first]
+    short = [t for t in texts if 6 <= len(t.split()) <= 14]
+    return (short or sorted(texts, key=len))[:n]
 
 
 @st.cache_data(show_spinner=False, ttl=30)

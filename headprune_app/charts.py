@@ -150,32 +150,37 @@ def top_heads(maps: dict[str, np.ndarray], lang: str, n: int = 15) -> pd.DataFra
 
 
 def mask_grid(mask: np.ndarray, scores: np.ndarray | None = None, *, title: str = "") -> go.Figure:
-    """Which heads are pruned: one clickable square per head (kept = blue, pruned = grey).
+    """Which heads are pruned: a kept/pruned cell per head that can be clicked.
 
-    A scatter of squares rather than a heatmap, because Plotly reports clicks on scatter points (Streamlit's
-    ``on_select``) but not on heatmap cells. ``customdata`` of each point is ``[layer, head]``.
+    Drawn as a heatmap, with one nearly invisible cell-sized scatter point on each cell that takes the clicks:
+    Plotly reports clicks on scatter points (Streamlit's ``on_select``) but not on heatmap cells. The
+    ``customdata`` of each point is ``[layer, head]``.
     """
     mask = np.asarray(mask)
     layers, heads = mask.shape
     ys, xs = np.meshgrid(range(layers), range(heads), indexing="ij")
     kept = mask.ravel() != 0
+    state = np.where(kept, "kept", "pruned")
     score_txt = [f"<br>importance {scores[y, x]:.3g}" if scores is not None else ""
                  for y, x in zip(ys.ravel(), xs.ravel())]
-    fig = go.Figure()
-    for flag, name, colour in ((True, "kept", KEPT), (False, "pruned", PRUNED)):
-        sel = kept == flag
-        fig.add_trace(go.Scatter(
-            x=xs.ravel()[sel], y=ys.ravel()[sel], mode="markers", name=f"{name} ({int(sel.sum())})",
-            marker=dict(symbol="square", size=max(8, min(26, 300 // max(heads, layers))), color=colour,
-                        line=dict(width=1, color="#555")),
-            customdata=np.stack([ys.ravel()[sel], xs.ravel()[sel]], axis=1) if sel.any() else None,
-            text=[t for t, s in zip(score_txt, sel) if s],
-            hovertemplate=f"layer %{{y}}, head %{{x}}: {name}%{{text}}<br>click to toggle<extra></extra>"))
+    fig = go.Figure(go.Heatmap(z=(mask != 0).astype(float), x=list(range(heads)), y=list(range(layers)),
+                               zmin=0, zmax=1, colorscale=[[0, PRUNED], [1, KEPT]], showscale=False,
+                               xgap=2, ygap=2, hoverinfo="skip"))
+    cell = max(8, min(40, 300 // max(heads, layers)))
+    fig.add_trace(go.Scatter(
+        x=xs.ravel(), y=ys.ravel(), mode="markers", showlegend=False, name="heads",
+        marker=dict(symbol="square", size=cell, color="black", opacity=0.01),
+        customdata=np.stack([ys.ravel(), xs.ravel()], axis=1),
+        text=[f"{st}{sc}" for st, sc in zip(state, score_txt)],
+        hovertemplate="layer %{y}, head %{x}: %{text}<br>click to toggle<extra></extra>"))
+    for flag, name, colour in ((True, "kept", KEPT), (False, "pruned", PRUNED)):  # legend entries only
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{name} ({int((kept == flag).sum())})",
+                                 marker=dict(symbol="square", size=12, color=colour, line=dict(width=1, color="#555"))))
     fig.update_layout(title=title, height=380, xaxis_title="head", yaxis_title="layer", clickmode="event+select",
-                      margin=dict(l=10, r=10, t=50 if title else 10, b=10),
+                      margin=dict(l=10, r=10, t=50 if title else 10, b=10), plot_bgcolor="white",
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
-    fig.update_xaxes(dtick=1, range=[-0.6, heads - 0.4], showgrid=False, zeroline=False)
-    fig.update_yaxes(dtick=1, range=[-0.6, layers - 0.4], showgrid=False, zeroline=False)
+    fig.update_xaxes(dtick=1, range=[-0.5, heads - 0.5], showgrid=False, zeroline=False)
+    fig.update_yaxes(dtick=1, range=[-0.5, layers - 0.5], showgrid=False, zeroline=False)
     return fig
 
 
@@ -187,11 +192,16 @@ def clicked_heads(selection) -> list[tuple[int, int]]:
         return []
     out = []
     for p in points or []:
-        data = p.get("customdata")
-        if data is not None and len(data) >= 2:
-            out.append((int(data[0]), int(data[1])))
-        elif "x" in p and "y" in p:
-            out.append((int(round(p["y"])), int(round(p["x"]))))
+        try:
+            data = p.get("customdata")
+            if isinstance(data, dict):  # Streamlit sends array customdata as {"0": layer, "1": head}
+                data = [data[k] for k in sorted(data, key=lambda k: int(k))]
+            if data is not None and len(data) >= 2:
+                out.append((int(data[0]), int(data[1])))
+            elif "x" in p and "y" in p:
+                out.append((int(round(p["y"])), int(round(p["x"]))))
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue  # a point we cannot read is ignored, never a traceback
     return out
 
 
@@ -255,7 +265,7 @@ def report_table(masked: dict, full: dict | None = None) -> pd.DataFrame:
                 row["unpruned f1"] = 100 * full["report"][label]["f1-score"]
                 row["change"] = row["f1-score"] - row["unpruned f1"]
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).round(2)
 
 
 def attention_heatmap(pieces: Sequence[str], matrix: np.ndarray, *, title: str = "") -> go.Figure:

@@ -37,7 +37,7 @@ if group.startswith("tasks"):
     st.caption("Maps: GradTS normalisation (each layer divided by its sum, then min-max). 'name' = proper-name "
                "spans, a proxy for NER.")
     gts = cached.guarded(V.gradts, plan, what="Cannot set up this GradTS plan")
-    complete = V.offer_maps(gts, key=f"shared:{name}:{method}")
+    complete = cached.guarded(V.offer_maps, gts, key=f"shared:{name}:{method}", what="Cannot find the head maps")
     maps = V.maps(gts)
     what = "tasks"
 else:

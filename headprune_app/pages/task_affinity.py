@@ -39,7 +39,7 @@ st.caption("Units are task/language. 'name' = proper-name spans derived from gol
            "NER, not real named-entity recognition.")
 
 gts = cached.guarded(V.gradts, plan, what="Cannot set up this GradTS plan")
-if not V.offer_maps(gts, key=f"{name}:{method}"):
+if not cached.guarded(V.offer_maps, gts, key=f"{name}:{method}", what="Cannot find the head maps"):
     maps = V.maps(gts)
     if len(maps) < 2:
         st.stop()

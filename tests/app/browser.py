@@ -81,16 +81,16 @@ def browser_page(width: int = 1500, height: int = 1100):
 
 
 IDLE_JS = """() => {
-  const running = [...document.querySelectorAll('[data-testid="stStatusWidget"]')]
-    .some(e => /Running|Stop/.test(e.innerText));
+  const app = document.querySelector('[data-testid="stApp"]');
+  const state = app && app.getAttribute('data-test-script-state');
   const busy = document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]');
   const stale = document.querySelector('[data-stale="true"]');
-  return !running && !busy && !stale;
+  return state === 'notRunning' && !busy && !stale;
 }"""
 
 
 def wait_idle(page, timeout: float = 180_000) -> None:
-    """Wait until the script run is over: no running status, spinner, skeleton or stale element."""
+    """Wait until the script run is over (the app's script state, no spinner, skeleton or stale element)."""
     page.wait_for_timeout(400)
     page.wait_for_function(IDLE_JS, timeout=timeout)
     page.wait_for_timeout(400)
@@ -148,9 +148,41 @@ def move_slider(page, key: str, wait_change_of: str | None = None, timeout: floa
     wait_idle(page, timeout)
 
 
-def tour(url: str, out: Path | None = None, *, rounds: int = 2) -> dict[str, list[float]]:
+def click_head(page, layer: int, head: int, shape: tuple[int, int], *, chart: int = 0,
+               timeout: float = 120_000) -> None:
+    """Click the cell of (layer, head) on the ``chart``-th Plotly chart of the page (the mask grid)."""
+    plot = page.locator('[data-testid="stPlotlyChart"]').nth(chart)
+    plot.scroll_into_view_if_needed()
+    box = plot.locator(".nsewdrag").first.bounding_box()
+    layers, heads = shape
+    x = box["x"] + (head + 0.5) / heads * box["width"]
+    y = box["y"] + box["height"] - (layer + 0.5) / layers * box["height"]
+    page.mouse.click(x, y)
+    page.wait_for_timeout(500)
+    wait_idle(page, timeout)
+
+
+def set_slider(page, value: int, timeout: float = 300_000) -> None:
+    """Set the first slider to ``value`` in one step (keyboard steps would rerun the page for every value)."""
+    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    thumb.focus()
+    current = int(thumb.get_attribute("value"))
+    key = "ArrowRight" if value > current else "ArrowLeft"
+    page.keyboard.down("Shift")  # react-aria: Shift+Arrow moves by a page, fewer reruns
+    for _ in range(abs(value - current) // 10):
+        thumb.press(key)
+    page.keyboard.up("Shift")
+    current = int(thumb.get_attribute("value"))
+    while current != value:
+        thumb.press("ArrowRight" if value > current else "ArrowLeft")
+        current = int(thumb.get_attribute("value"))
+    wait_idle(page, timeout)
+
+
+def tour(url: str, out: Path | None = None, *, rounds: int = 2, k: int | None = None) -> dict[str, list[float]]:
     """Visit every page through the sidebar, ``rounds`` times; the first round is cold (fresh server
-    process), later ones warm. Saves one full-page PNG per page (last round) under ``out``."""
+    process), later ones warm. Saves one full-page PNG per page (last round) under ``out``, with ``k`` heads
+    pruned on the prune page (and so on the inspector) if given."""
     times: dict[str, list[float]] = {n: [] for n in PAGES}
     with browser_page() as page:
         for r in range(rounds):
@@ -164,6 +196,8 @@ def tour(url: str, out: Path | None = None, *, rounds: int = 2) -> dict[str, lis
                 times[name].append(goto_nav(page, name))
                 if out is not None and r == rounds - 1:
                     if name == "prune":
+                        if k is not None:
+                            set_slider(page, k)
                         page.get_by_role("button", name="Measure size and latency").click()
                         wait_idle(page)
                     full_screenshot(page, out / f"{name}.png")
@@ -174,11 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", default=str(REPO / "cache"), help="cache folder (HEADPRUNE_CACHE)")
     ap.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
+    ap.add_argument("--k", type=int, default=None, help="heads to prune on the prune page's screenshot")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with streamlit_server(args.cache, log=out / "streamlit.log") as url:
-        times = tour(url, out)
+        times = tour(url, out, k=args.k)
     print("page          cold (s)  warm (s)")
     for name, t in times.items():
         print(f"{name:12} {t[0]:8.1f} {min(t[1:]) if len(t) > 1 else float('nan'):9.1f}")

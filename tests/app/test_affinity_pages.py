@@ -174,3 +174,12 @@ def test_shared_heads_by_task_and_by_language(gradts_cache, monkeypatch):
     assert not at.error and not at.warning
     assert json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["zmax"] == 3  # en, de, es
     assert "only 250 sentences" in text_of(at)  # German caveat travels with the maps
+
+
+def test_unprepared_corpora_are_an_error_with_an_offer_not_a_traceback(fixture_cache, monkeypatch, tmp_path):
+    root = tmp_path / "cache"
+    write_plan(root, fixture_plan(fixture_cache["model"], small=True))  # a plan, but no corpora in this cache
+    for path in (AFFINITY, SHARED):
+        at = ok(page(path, root, monkeypatch))
+        assert at.error and "not prepared" in at.error[0].value
+        assert at.button(key="prepare_all")  # the dashboard's offer to prepare the embedded data

@@ -43,6 +43,19 @@ def test_slider_changes_the_metric_in_a_real_browser(server):
         assert page.locator('[data-testid="stException"]').count() == 0
 
 
+def test_clicking_a_head_toggles_it(server):
+    with browser.browser_page() as page:
+        browser.open_page(page, server, "prune")
+        assert "0 of 12 heads pruned" in page.locator('[data-testid="stMetric"]').first.inner_text()
+        browser.click_head(page, 1, 2, (3, 4))  # prune layer 1, head 2 by hand
+        page.wait_for_function("() => document.body.innerText.includes('1 of 12 heads pruned')", timeout=60_000)
+        assert "L1H2" in page.locator('[data-testid="stMultiSelect"]').last.inner_text()
+        assert "Mask: 1 chosen by hand." in page.locator("body").inner_text()  # the strategy became custom
+        browser.click_head(page, 1, 2, (3, 4))  # and back
+        page.wait_for_function("() => document.body.innerText.includes('0 of 12 heads pruned')", timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+
 def test_every_page_renders_in_a_real_browser(server):
     times = browser.tour(server, ARTIFACTS, rounds=1)
     assert set(times) == set(browser.PAGES)
