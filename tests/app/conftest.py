@@ -16,7 +16,8 @@ TIMEOUT = 180  # seconds per script run; the first one loads torch and transform
 
 @pytest.fixture(scope="session")
 def fixture_cache(tmp_path_factory) -> dict:
-    """A complete fixture cache (model, corpora, plan, all results). Read-only: copy it to change it."""
+    """A complete fixture cache (model, corpora, plan, all results). Tests only add evaluations under new
+    masks to it (as the app does); use ``cache_copy`` to delete or break entries."""
     return build_fixture_cache(tmp_path_factory.mktemp("hp-fixture"))
 
 
