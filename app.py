@@ -25,6 +25,8 @@ PAGES = [
     st.Page("headprune_app/pages/importance.py", title="Head importance", icon=":material/grid_on:"),
     st.Page("headprune_app/pages/prune.py", title="Prune & evaluate", icon=":material/content_cut:"),
     st.Page("headprune_app/pages/inspector.py", title="Head inspector", icon=":material/search:"),
+    st.Page("headprune_app/pages/task_affinity.py", title="Task affinity", icon=":material/hub:"),
+    st.Page("headprune_app/pages/shared_heads.py", title="Shared heads", icon=":material/join_inner:"),
     st.Page("headprune_app/pages/runs.py", title="Runs", icon=":material/storage:"),
 ]
 METHOD_HELP = {"gate_grad": "|d loss / d head gate| (Michel et al.; Ma et al.)",

@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-dev-shm-usage", "--disable-extensions", "--no-first-run", "--mute-audio"]
-PAGES = {"home": "", "importance": "importance", "prune": "prune", "inspector": "inspector", "runs": "runs"}
+PAGES = {"home": "", "importance": "importance", "prune": "prune", "inspector": "inspector",
+         "task_affinity": "task_affinity", "shared_heads": "shared_heads", "runs": "runs"}
 
 
 def free_port() -> int:
@@ -119,7 +120,9 @@ def open_page(page, url: str, name: str, *, timeout: float = 180_000) -> float:
 
 
 NAV_TITLES = {"home": "Overview", "importance": "Head importance", "prune": "Prune & evaluate",
-              "inspector": "Head inspector", "runs": "Runs"}
+              "inspector": "Head inspector", "task_affinity": "Task affinity", "shared_heads": "Shared heads",
+              "runs": "Runs"}
+H1 = {"home": "headprune", "task_affinity": "Task affinity"}  # titles that differ from the nav label
 
 
 def goto_nav(page, name: str, *, timeout: float = 180_000) -> float:
@@ -127,7 +130,7 @@ def goto_nav(page, name: str, *, timeout: float = 180_000) -> float:
     start = time.perf_counter()
     page.locator('[data-testid="stSidebarNav"] a', has_text=NAV_TITLES[name]).first.click()
     page.wait_for_function(f"() => [...document.querySelectorAll('h1')].some(h => h.innerText.includes("
-                           f"{NAV_TITLES[name] if name != 'home' else 'headprune'!r}))", timeout=timeout)
+                           f"{H1.get(name, NAV_TITLES[name])!r}))", timeout=timeout)
     wait_idle(page, timeout)
     return time.perf_counter() - start
 
@@ -192,7 +195,7 @@ def tour(url: str, out: Path | None = None, *, rounds: int = 2, k: int | None = 
                 times["home"].append(goto_nav(page, "home"))
             if out is not None and r == rounds - 1:
                 full_screenshot(page, out / "home.png")
-            for name in ("importance", "prune", "inspector", "runs"):
+            for name in [n for n in PAGES if n != "home"]:
                 times[name].append(goto_nav(page, name))
                 if out is not None and r == rounds - 1:
                     if name == "prune":

@@ -10,6 +10,7 @@ import pytest
 from tests.app.conftest import make_app, plan_size
 
 PAGES = ["home", "importance", "prune", "inspector", "runs"]
+AFFINITY_PAGES = ["task_affinity", "shared_heads"]  # tested on their own in test_affinity_pages.py
 
 
 def run_page(at, page: str):
@@ -43,6 +44,11 @@ def test_every_page_renders_without_errors(app, page):
     run_page(app, page)
     assert not app.error, [e.value for e in app.error]
     assert not app.warning, [w.value for w in app.warning]  # everything is cached: nothing to offer
+
+
+@pytest.mark.parametrize("page", AFFINITY_PAGES)
+def test_affinity_pages_run_inside_the_frame(app, page):
+    run_page(app, page)  # no exception; what they offer without a GradTS study is their own tests' business
 
 
 def test_home_shows_everything_cached(app, fixture_cache):
