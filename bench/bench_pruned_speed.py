@@ -1,7 +1,7 @@
 """Benchmark: forward latency and size of the physically pruned embedded model vs the full model, for several
 numbers of pruned heads, sdpa and eager attention, in one run. Prints ratios.
 
-    python bench/bench_pruned_speed.py [--batch 32] [--seq 128]
+    PYTHONPATH=. python bench/bench_pruned_speed.py [--batch 32] [--seq 128]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Benchmark: gate_grad (weights frozen, only the gates need gradients) vs a full-parameter backward, and the
 other scoring methods, on the same batches of the embedded model, in one run. Prints ratios.
 
-    python bench/bench_scoring.py [--model me5-small] [--sentences 160] [--repeats 2]
+    PYTHONPATH=. python bench/bench_scoring.py [--model me5-small] [--sentences 160] [--repeats 2]
 """
 
 from __future__ import annotations
