@@ -38,7 +38,8 @@ def test_plan_runs_end_to_end_then_is_cached(fixture_root, monkeypatch):
     res = run_plan(study, plan)
     jobs = plan_jobs(study, plan)
     kinds = [j.cfg.kind for j in jobs]
-    assert kinds.count("finetune") == 1 and kinds.count("score") == 2 and kinds.count("curve") == 4
+    # importance for en and de; random, reverse and layer thirds for the source language
+    assert kinds.count("finetune") == 1 and kinds.count("score") == 2 and kinds.count("curve") == 5
     assert res["computed"] == res["jobs"] == len(jobs)
     ft = jobs[0].cfg
     en = study.evaluation(study.eval_config(ft, "pos", "en", max_sentences=40))
