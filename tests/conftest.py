@@ -19,3 +19,18 @@ def _seed_everything():
     np.random.seed(0)
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture(scope="module")
+def tiny_cache(tmp_path_factory):
+    """Per test module: a cache folder with a tiny random BERT (real tokenizer) and generated en/de POS and NAME
+    corpora in the embedded format. Yields ``(root, model_path)``; tests set HEADPRUNE_CACHE to ``root``."""
+    from tests.app.fixture_cache import write_corpora, write_model
+
+    root = tmp_path_factory.mktemp("tiny_cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HEADPRUNE_CACHE", str(root))
+    write_corpora(("en", "de"))
+    model = write_model(root / "models" / "tiny-bert")
+    yield root, str(model)
+    mp.undo()

@@ -9,18 +9,6 @@ import pytest
 from headprune_core.cli import main
 from headprune_core.heads import present_mask
 from headprune_core.pruned import load_pruned
-from tests.app.fixture_cache import write_corpora, write_model
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cli_cache")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HEADPRUNE_CACHE", str(root))
-    write_corpora(("en", "de"))
-    model = write_model(root / "models" / "tiny-bert")
-    yield root, str(model)
-    mp.undo()
 
 
 def _run(capsys, *args) -> tuple[int, str, str]:
@@ -29,8 +17,8 @@ def _run(capsys, *args) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def test_score_curve_ls_show_export_prune(cache, capsys, monkeypatch, tmp_path):
-    root, model = cache
+def test_score_curve_ls_show_export_prune(tiny_cache, capsys, monkeypatch, tmp_path):
+    root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
     common = ["--model", model, "--task", "pos", "--train-langs", "en", "--max-train", "100", "--epochs", "2",
               "--lr", "1e-3"]
@@ -60,8 +48,8 @@ def test_score_curve_ls_show_export_prune(cache, capsys, monkeypatch, tmp_path):
     assert code == 0 and "deleted score" in out
 
 
-def test_clear_errors(cache, capsys, monkeypatch, tmp_path):
-    root, model = cache
+def test_clear_errors(tiny_cache, capsys, monkeypatch, tmp_path):
+    root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
     code, _, err = _run(capsys, "score", "--model", model, "--task", "nope")
     assert code == 2 and "unknown task 'nope'; known: pos, name" in err

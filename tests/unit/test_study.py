@@ -10,18 +10,6 @@ import pytest
 from headprune_core.config import RefinetuneConfig
 from headprune_core.store import Store
 from headprune_core.study import Study, StudyPlan, plan_jobs, run_plan, split_unit
-from tests.app.fixture_cache import write_corpora, write_model
-
-
-@pytest.fixture(scope="module")
-def fixture_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("study_cache")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HEADPRUNE_CACHE", str(root))
-    write_corpora(("en", "de"))
-    model = write_model(root / "models" / "tiny-bert")
-    yield root, str(model)
-    mp.undo()
 
 
 def _plan(model: str) -> StudyPlan:
@@ -30,8 +18,8 @@ def _plan(model: str) -> StudyPlan:
                      eval_sentences=40, train={"max_train_sentences": 200, "epochs": 4.0, "lr": 1e-3})
 
 
-def test_plan_runs_end_to_end_then_is_cached(fixture_root, monkeypatch):
-    root, model = fixture_root
+def test_plan_runs_end_to_end_then_is_cached(tiny_cache, monkeypatch):
+    root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
     study = Study(model, progress=False)
     plan = _plan(model)
@@ -58,8 +46,8 @@ def test_plan_runs_end_to_end_then_is_cached(fixture_root, monkeypatch):
     assert np.array_equal(fresh.scores(jobs[1].cfg)["raw"], study.scores(jobs[1].cfg)["raw"])
 
 
-def test_interrupted_run_resumes(fixture_root, monkeypatch, tmp_path):
-    root, model = fixture_root
+def test_interrupted_run_resumes(tiny_cache, monkeypatch, tmp_path):
+    root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
     plan = _plan(model)
     store = Store(tmp_path / "runs")
@@ -77,8 +65,8 @@ def test_interrupted_run_resumes(fixture_root, monkeypatch, tmp_path):
     assert res["computed"] == res["jobs"] - 3
 
 
-def test_refinetune_keeps_best_k_on_dev(fixture_root, monkeypatch):
-    root, model = fixture_root
+def test_refinetune_keeps_best_k_on_dev(tiny_cache, monkeypatch):
+    root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
     study = Study(model, progress=False)
     ft = study.finetune_config("pos", ("en",), max_train_sentences=100, epochs=2.0, lr=1e-3)
@@ -91,8 +79,8 @@ def test_refinetune_keeps_best_k_on_dev(fixture_root, monkeypatch):
     assert len(res["rows"][2]["pruned"]) == 2
 
 
-def test_units_and_errors(fixture_root, monkeypatch):
-    root, model = fixture_root
+def test_units_and_errors(tiny_cache, monkeypatch):
+    root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
     assert split_unit("pos/de") == ("pos", "de") and split_unit("pos", "en") == ("pos", "en")
     study = Study(model, progress=False)
