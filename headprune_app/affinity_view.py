@@ -30,7 +30,7 @@ def plans() -> tuple[dict[str, GradTSPlan], list[str]]:
     problems = []
     for path in sorted(plans_dir().glob("*.json")) if plans_dir().is_dir() else []:
         try:
-            plan = GradTSPlan.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            plan = GradTSPlan.from_file(path)
         except (OSError, ValueError, TypeError) as err:
             problems.append(f"{path.name}: {err}")
             continue

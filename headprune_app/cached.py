@@ -25,7 +25,7 @@ import streamlit as st
 
 from headprune_app import selection as S
 from headprune_core.config import RunConfig
-from headprune_core.store import Store, cache_root
+from headprune_core.store import ENTRY, Store, cache_root
 from headprune_core.study import Study
 
 Item = tuple[str, RunConfig]  # (what, config) of a result a page needs
@@ -65,7 +65,7 @@ def _model_info(model_id: str, root: str) -> dict:
         entry = models.EMBEDDED[model_id]
         info.update(description=entry.description, note=entry.note, quantised=entry.quantised)
     try:
-        source, src = models._resolve(model_id)
+        source, src = models.resolve(model_id)
     except models.ModelLoadError as err:
         info["problem"] = str(err)
         return info
@@ -137,16 +137,9 @@ def offer_prepare() -> None:
 # --- reading results -------------------------------------------------------------------------------------------
 
 def status(st_: Study, cfg: RunConfig) -> str:
-    """``ok``, ``missing`` or ``corrupt`` (an entry whose files are unreadable or incomplete) without loading it."""
-    path = st_.store.path_for(cfg)
-    if not (path / "entry.json").is_file():
-        return "missing"
-    try:
-        meta = json.loads((path / "entry.json").read_text())
-        artifacts = meta["artifacts"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return "corrupt"
-    return "ok" if all((path / a).is_file() for a in artifacts) else "corrupt"
+    """``ok``, ``missing`` or ``corrupt`` (files missing, of the wrong size, or written for another config),
+    without loading the entry."""
+    return st_.store.status(cfg)
 
 
 @st.cache_data(show_spinner=False, max_entries=2048)
@@ -158,7 +151,7 @@ def read(st_: Study, cfg: RunConfig) -> dict | None:
     """Stored artifacts of ``cfg`` (never computes); None if absent or corrupt. Not for fine-tuned weights."""
     path = st_.store.path_for(cfg)
     try:
-        mtime = (path / "entry.json").stat().st_mtime_ns
+        mtime = (path / ENTRY).stat().st_mtime_ns
     except OSError:
         return None
     return _read(str(path), mtime, st_.store, cfg)
@@ -291,7 +284,7 @@ def _measure(ft_key: str, mask: tuple, task: str, lang: str, _st: Study, _ft) ->
     from headprune_core.evaluate import measure_speed
     with compute_lock():
         model = _st.finetuned(_ft)
-        batch = _st.eval_batches(task, lang, "test", 32, batch_size=32)[-1]  # the longest sentences
+        batch = _st.eval_batches(task, lang, "test", 32, max_length=_ft.max_length, batch_size=32)[-1]  # longest
         if len(model.tasks) > 1:
             batch = {**batch, "task": task}
         return measure_speed(model, torch.tensor(mask, dtype=torch.float32), batch)
@@ -331,7 +324,7 @@ def _tag(ft_key: str, task: str, words: tuple, mask: tuple | None, _st: Study, _
         model = _st.finetuned(_ft)
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         return tag_sentence(model, _st.loaded.tokenizer, list(words), task=task if len(model.tasks) > 1 else None,
-                            mask=m, max_length=_st.max_length)
+                            mask=m, max_length=_ft.max_length)
 
 
 def tag(st_: Study, ft, task: str, words: Sequence[str], mask=None) -> dict:
@@ -347,7 +340,7 @@ def _attention(ft_key: str, words: tuple, layer: int, head: int, mask: tuple | N
     with compute_lock():
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         pieces, att = head_attention(_st.finetuned(_ft), _st.loaded.tokenizer, list(words), layer, head, mask=m,
-                                     max_length=_st.max_length)
+                                     max_length=_ft.max_length)
         return pieces, att.numpy()
 
 

@@ -9,12 +9,13 @@ headprune_core study FILE`` reads them) found in ``<cache>/plans/``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from headprune_core.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
+from headprune_core.files import check_name, write_file_atomic
 from headprune_core.store import cache_root
 from headprune_core.study import PRESETS, Study, StudyPlan
 
@@ -35,22 +36,14 @@ def plans_dir() -> Path:
 
 
 def load_plan_file(path: str | Path) -> StudyPlan:
-    """A ``StudyPlan`` from a JSON file; unknown fields fail naming the known ones."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    known = {f.name for f in fields(StudyPlan)}
-    if set(data) - known:
-        raise ValueError(f"{path}: unknown plan fields {sorted(set(data) - known)}; known: {sorted(known)}")
-    return StudyPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    """A ``StudyPlan`` from a JSON file; unknown or missing fields and bad values fail naming the file."""
+    return StudyPlan.from_file(path)
 
 
 def save_plan_file(plan: StudyPlan) -> Path:
     """Write ``plan`` to ``<cache>/plans/<name>.json`` (so the frame offers it next time)."""
-    from dataclasses import asdict
-
-    plans_dir().mkdir(parents=True, exist_ok=True)
-    path = plans_dir() / f"{plan.name}.json"
-    path.write_text(json.dumps(asdict(plan), indent=2, ensure_ascii=False), encoding="utf-8")
-    return path
+    path = plans_dir() / f"{check_name(plan.name, 'plan name')}.json"
+    return write_file_atomic(path, json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
 
 
 def available_plans() -> tuple[dict[str, StudyPlan], list[str]]:

@@ -9,10 +9,66 @@ import json
 import logging
 import os
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
+
+from headprune_core.config import METHODS, NORMALIZATIONS, SETTINGS, STRATEGIES
+
+
+# --- argument types: checked by argparse, before any work ------------------------------------------------------
+
+def _count(text: str) -> int:
+    """A whole number of at least 1 (sentences, epochs of data, batch sizes)."""
+    return _int_at_least(text, 1)
+
+
+def _natural(text: str) -> int:
+    """A whole number of at least 0 (heads to prune, steps)."""
+    return _int_at_least(text, 0)
+
+
+def _int_at_least(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    return names
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in _names(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+
+
+def _one_of(known: tuple[str, ...], what: str):
+    def parse(text: str) -> str:
+        if text not in known:
+            raise argparse.ArgumentTypeError(f"unknown {what} {text!r}; known: {', '.join(known)}")
+        return text
+    parse.__name__ = what
+    return parse
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -26,12 +82,15 @@ def _run_args(p: argparse.ArgumentParser, *, lang: bool = True) -> None:
     p.add_argument("--task", default="pos", help="task name (see 'python -m headprune_core tasks')")
     if lang:
         p.add_argument("--lang", default="en", help="language to score / evaluate on")
-    p.add_argument("--train-langs", default="en", help="comma-separated fine-tuning languages (cross setting)")
-    p.add_argument("--setting", default="cross", choices=["cross", "multi"])
-    p.add_argument("--epochs", type=float, default=2.0)
-    p.add_argument("--max-train", type=int, default=2000, help="training sentences per language")
-    p.add_argument("--lr", type=float, default=5e-5)
-    p.add_argument("--batch-size", type=int, default=8, help="8: small corpora need the updates")
+    p.add_argument("--train-langs", type=_names, default=("en",),
+                   help="comma-separated fine-tuning languages (cross setting)")
+    p.add_argument("--setting", default="cross", type=_one_of(SETTINGS, "setting"))
+    p.add_argument("--epochs", type=_positive, default=2.0)
+    p.add_argument("--max-train", type=_count, default=2000,
+                   help="training sentences per language (at most what the corpus holds)")
+    p.add_argument("--max-length", type=_count, default=128, help="tokens per sentence (longer ones are cut)")
+    p.add_argument("--lr", type=_positive, default=5e-5)
+    p.add_argument("--batch-size", type=_count, default=8, help="8: small corpora need the updates")
     p.add_argument("--seed", type=int, default=13)
 
 
@@ -41,7 +100,7 @@ def _gradts_args(p: argparse.ArgumentParser, *, plan: bool = True) -> None:
     p.add_argument("--units", default=None, help="comma-separated task/lang units (replace the plan's)")
     p.add_argument("--primaries", default=None, help="comma-separated primary units (replace the plan's)")
     p.add_argument("--method", choices=["kv_grad", "gate_grad"], default=None, help="head maps (default: plan's)")
-    p.add_argument("--sentences", type=int, default=None, help="cap sentences per split (quick look)")
+    p.add_argument("--sentences", type=_count, default=None, help="cap sentences per split (quick look)")
     p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", default=None)
@@ -64,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("preset", nargs="?", default="demo", help="preset name or a JSON plan file")
     p.add_argument("--langs", default=None, help="restrict to these languages (comma-separated)")
     p.add_argument("--tasks", default=None, help="restrict to these tasks (comma-separated)")
-    p.add_argument("--sentences", type=int, default=None, help="cap sentences per split (quick look)")
+    p.add_argument("--sentences", type=_count, default=None, help="cap sentences per split (quick look)")
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", default=None)
 
@@ -84,35 +143,37 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score every head's importance")
     _run_args(p)
-    p.add_argument("--method", default="gate_grad")
-    p.add_argument("--normalize", default="layer_sum")
-    p.add_argument("--sentences", type=int, default=300)
+    p.add_argument("--method", default="gate_grad", type=_one_of(METHODS, "importance method"))
+    p.add_argument("--normalize", default="layer_sum", type=_one_of(NORMALIZATIONS, "normalisation"))
+    p.add_argument("--sentences", type=_count, default=300)
 
     p = sub.add_parser("curve", help="metric vs heads pruned for a strategy")
     _run_args(p)
-    p.add_argument("--strategy", default="importance")
+    p.add_argument("--strategy", default="importance", type=_one_of(STRATEGIES[:-1], "strategy"))
     p.add_argument("--ranking-lang", default=None, help="prune by another language's ranking")
-    p.add_argument("--method", default="gate_grad")
-    p.add_argument("--step", type=int, default=0, help="heads per step (default one layer's worth)")
-    p.add_argument("--seeds", default="0,1,2", help="seeds for the random strategy")
-    p.add_argument("--sentences", type=int, default=500)
+    p.add_argument("--method", default="gate_grad", type=_one_of(METHODS, "importance method"))
+    p.add_argument("--step", type=_natural, default=0, help="heads per step (default one layer's worth)")
+    p.add_argument("--seeds", type=_ints, default=(0, 1, 2), help="seeds for the random strategy")
+    p.add_argument("--sentences", type=_count, default=500)
 
     p = sub.add_parser("evaluate", help="evaluate under a head mask (JSON file of a (layers, heads) 0/1 array)")
     _run_args(p)
     p.add_argument("--mask", default=None, help="JSON file: [[1,0,...],...] (1 keep, 0 pruned)")
-    p.add_argument("--sentences", type=int, default=500)
+    p.add_argument("--sentences", type=_count, default=500)
 
     p = sub.add_parser("refinetune", help="Ma et al.: prune k = 1..K lowest heads, re-fine-tune, best k on dev")
     _run_args(p)
-    p.add_argument("--max-k", type=int, default=12)
-    p.add_argument("--eval-langs", default=None)
-    p.add_argument("--sentences", type=int, default=500)
+    p.add_argument("--max-k", type=_natural, default=12)
+    p.add_argument("--eval-langs", type=_names, default=None)
+    p.add_argument("--sentences", type=_count, default=500)
 
     p = sub.add_parser("prune", help="write a physically pruned model folder")
     _run_args(p)
-    p.add_argument("--k", type=int, default=None, help="prune the k least important heads")
+    p.add_argument("--k", type=_natural, default=None, help="prune the k least important heads")
     p.add_argument("--mask", default=None, help="or a JSON mask file")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="a new or empty folder")
+    p.add_argument("--force", action="store_true", help="replace an earlier headprune output in --out (never "
+                                                        "anything else)")
 
     p = sub.add_parser("ls", help="list cache entries")
     p.add_argument("--kind", default=None)
@@ -124,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="export an entry's importance map / curve / mask as CSV or JSON")
     p.add_argument("key")
     p.add_argument("--format", choices=["csv", "json"], default="csv")
-    p.add_argument("--out", default="-")
+    p.add_argument("--out", default="-", help="a new file (default: standard output)")
+    p.add_argument("--force", action="store_true", help="replace an earlier headprune export in --out")
     p.add_argument("--cache", default=None)
     return parser
 
@@ -132,18 +194,38 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
-    if getattr(args, "cache", None):
-        os.environ["HEADPRUNE_CACHE"] = str(Path(args.cache).resolve())
     try:
+        if getattr(args, "cache", None):
+            from headprune_core.store import check_folder
+            os.environ["HEADPRUNE_CACHE"] = str(check_folder(Path(args.cache).expanduser().resolve(),
+                                                             "cache folder"))
         return COMMANDS[args.command](args) or 0
     except KeyboardInterrupt:
         print("\ninterrupted: finished results stay cached; run the same command again to resume.",
               file=sys.stderr)
         return 130
-    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as err:
+    except (ValueError, KeyError, OSError, RuntimeError) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"error: {msg}", file=sys.stderr)
         return 2
+
+
+def check_run(args, *, langs: tuple[str, ...] = ()) -> tuple[int, int]:
+    """Check a run's task, languages and model before any work; return the model's (layers, heads).
+
+    Nothing is loaded or trained here: the model's shape comes from its config file.
+    """
+    from headprune_core.data import get_task
+    from headprune_core.data.registry import check_language
+    from headprune_core.models import config_head_shape
+    info = get_task(args.task)
+    for lang in (*args.train_langs, *langs):
+        check_language(info, lang)
+    return config_head_shape(args.model)
+
+
+def _heads_total(shape: tuple[int, int]) -> int:
+    return shape[0] * shape[1]
 
 
 # --- commands ------------------------------------------------------------------------------------------------
@@ -168,8 +250,8 @@ def _study(args):
 
 
 def _ft(study, args):
-    return study.finetune_config(args.task, tuple(args.train_langs.split(",")), setting=args.setting,
-                                 epochs=args.epochs, max_train_sentences=args.max_train, lr=args.lr,
+    return study.finetune_config(args.task, args.train_langs, setting=args.setting, epochs=args.epochs,
+                                 max_train_sentences=args.max_train, max_length=args.max_length, lr=args.lr,
                                  batch_size=args.batch_size, seed=args.seed)
 
 
@@ -178,12 +260,7 @@ def cmd_study(args) -> int:
 
     from headprune_core.study import Study, StudyPlan, get_preset, run_plan
     if args.preset.endswith(".json") or Path(args.preset).is_file():
-        data = json.loads(Path(args.preset).read_text())
-        known = {f.name for f in fields(StudyPlan)}
-        if set(data) - known:
-            raise ValueError(f"{args.preset}: unknown plan fields {sorted(set(data) - known)}; known: "
-                             f"{sorted(known)}")
-        plan = StudyPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        plan = StudyPlan.from_file(args.preset)
     else:
         from headprune_core.gradts import GRADTS_PRESETS
         if args.preset in GRADTS_PRESETS:  # `study gradts-demo` is the same as `gradts gradts-demo`
@@ -191,8 +268,9 @@ def cmd_study(args) -> int:
                 setattr(args, name, None)
             return cmd_gradts(args)
         plan = get_preset(args.preset)
-    plan = plan.restricted(langs=tuple(args.langs.split(",")) if args.langs else None,
-                           tasks=tuple(args.tasks.split(",")) if args.tasks else None, sentences=args.sentences)
+    plan = plan.restricted(langs=_names(args.langs) if args.langs else None,
+                           tasks=_names(args.tasks) if args.tasks else None, sentences=args.sentences)
+    _check_plan_langs(plan)
     study = Study(plan.model, device=args.device)
     bar = tqdm(desc=f"study {plan.name}", unit="job")
 
@@ -207,6 +285,16 @@ def cmd_study(args) -> int:
     print(f"{res['jobs']} jobs, {res['computed']} computed, {res['seconds']:.1f} s")
     _print_summary(study, plan)
     return 0
+
+
+def _check_plan_langs(plan) -> None:
+    """Every language of the plan belongs to one of its tasks (a typo would otherwise silently drop it)."""
+    from headprune_core.data import get_task
+    known = sorted({lang for task in plan.tasks for lang in get_task(task).languages})
+    unknown = [lang for lang in plan.langs if lang not in known and "*" not in known]
+    if unknown:
+        raise ValueError(f"unknown language(s) {', '.join(unknown)} for the plan's tasks "
+                         f"({', '.join(plan.tasks)}); known: {', '.join(known)}")
 
 
 def _print_summary(study, plan) -> None:
@@ -226,7 +314,7 @@ def _gradts_plan(name: str, args):
 
     from headprune_core.gradts import GradTSPlan, get_gradts_preset
     if name.endswith(".json") or Path(name).is_file():
-        plan = GradTSPlan.from_dict(json.loads(Path(name).read_text()))
+        plan = GradTSPlan.from_file(name)
     else:
         plan = get_gradts_preset(name)
     split = (lambda v: tuple(x.strip() for x in v.split(",") if x.strip()) if v else None)
@@ -315,6 +403,7 @@ def cmd_gradts(args) -> int:
 
 
 def cmd_finetune(args) -> int:
+    check_run(args)
     study = _study(args)
     ft = _ft(study, args)
     log = study.train_log(ft)
@@ -329,6 +418,7 @@ def _print_map(m: np.ndarray) -> None:
 
 
 def cmd_score(args) -> int:
+    check_run(args, langs=(args.lang,))
     study = _study(args)
     sc = study.score_config(_ft(study, args), args.task, args.lang, method=args.method,
                             max_sentences=args.sentences)
@@ -340,10 +430,13 @@ def cmd_score(args) -> int:
 
 
 def cmd_curve(args) -> int:
+    shape = check_run(args, langs=(args.lang, *([args.ranking_lang] if args.ranking_lang else [])))
+    if args.step > _heads_total(shape):
+        raise ValueError(f"--step {args.step} is more than the model's {_heads_total(shape)} heads")
     study = _study(args)
     cc = study.curve_config(_ft(study, args), args.task, args.lang, strategy=args.strategy,
                             ranking_lang=args.ranking_lang, method=args.method, step=args.step,
-                            seeds=tuple(int(s) for s in args.seeds.split(",")), max_sentences=args.sentences)
+                            seeds=args.seeds, max_sentences=args.sentences)
     res = study.curve(cc)
     print(f"{res['metric']} vs heads pruned ({res['strategy']}) on {args.task}/{args.lang}; key {cc.key()}")
     for k, m, s, lab in zip(res["k"], res["mean"], res["std"], res["labels"]):
@@ -351,21 +444,12 @@ def cmd_curve(args) -> int:
     return 0
 
 
-def _read_mask(path: str):
-    try:
-        return np.asarray(json.loads(Path(path).read_text()), dtype=np.float32)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not a JSON mask ({err})") from err
-
-
 def cmd_evaluate(args) -> int:
+    from headprune_core.evaluate import load_mask
+    shape = check_run(args, langs=(args.lang,))
+    mask = load_mask(args.mask, shape).numpy() if args.mask else None
     study = _study(args)
-    mask = _read_mask(args.mask) if args.mask else None
     ft = _ft(study, args)
-    if mask is not None:
-        from headprune_core.evaluate import strategy_mask
-        from headprune_core.heads import head_shape
-        mask = strategy_mask(head_shape(study.loaded.encoder), "custom", custom=mask).numpy()
     ev = study.evaluation(study.eval_config(ft, args.task, args.lang, mask, max_sentences=args.sentences))
     print(f"{args.task}/{args.lang}: {ev['metric']} {ev['score']:.2f} (n={ev['n']})")
     return 0
@@ -373,11 +457,13 @@ def cmd_evaluate(args) -> int:
 
 def cmd_refinetune(args) -> int:
     from headprune_core.config import RefinetuneConfig
+    shape = check_run(args, langs=args.eval_langs or ())
+    if args.max_k > _heads_total(shape):
+        raise ValueError(f"--max-k {args.max_k} is more than the model's {_heads_total(shape)} heads")
     study = _study(args)
     ft = _ft(study, args)
     rc = RefinetuneConfig(finetune=ft, ranking=study.score_config(ft, args.task, ft.train_langs[0]),
-                          max_k=args.max_k, max_sentences=args.sentences,
-                          eval_langs=tuple(args.eval_langs.split(",")) if args.eval_langs else ())
+                          max_k=args.max_k, max_sentences=args.sentences, eval_langs=args.eval_langs or ())
     res = study.refinetune(rc)
     for row in res["rows"]:
         print(f"  k={row['k']:2}: dev {row['dev']:.2f}")
@@ -388,21 +474,23 @@ def cmd_refinetune(args) -> int:
 
 
 def cmd_prune(args) -> int:
-    from headprune_core.evaluate import strategy_mask
-    from headprune_core.heads import head_shape
-    from headprune_core.pruned import save_pruned
+    from headprune_core.evaluate import load_mask, strategy_mask
+    from headprune_core.files import claim_output_dir
+    from headprune_core.pruned import META, save_pruned
+    shape = check_run(args, langs=(args.lang,))
+    if (args.k is None) == (args.mask is None):
+        raise ValueError("say which heads to prune: --k N (least important) or --mask FILE, not both")
+    if args.k is not None and args.k > _heads_total(shape):
+        raise ValueError(f"cannot prune {args.k} heads: the model has {_heads_total(shape)} "
+                         f"({shape[0]} layers x {shape[1]} heads)")
+    mask = load_mask(args.mask, shape) if args.mask else None
+    claim_output_dir(args.out, marker=META, force=args.force)  # before any work; checked again when writing
     study = _study(args)
     ft = _ft(study, args)
-    model = study.finetuned(ft)
-    shape = head_shape(model)
-    if args.mask:
-        mask = strategy_mask(shape, "custom", custom=_read_mask(args.mask))
-    elif args.k is not None:
+    if mask is None:
         ranking = study.importance(study.score_config(ft, args.task, args.lang))
         mask = strategy_mask(shape, "importance", args.k, ranking=ranking)
-    else:
-        raise ValueError("say which heads to prune: --k N (least important) or --mask FILE")
-    out = save_pruned(model, mask, args.out, tokenizer=study.loaded.tokenizer,
+    out = save_pruned(study.finetuned(ft), mask, args.out, tokenizer=study.loaded.tokenizer, force=args.force,
                       meta={"base_model": args.model, "finetune_key": ft.key()})
     print(f"wrote {out} ({int((mask == 0).sum())} heads removed); load it with "
           f"headprune_core.pruned.load_pruned('{out}')")
@@ -443,10 +531,36 @@ def cmd_rm(args) -> int:
     return 0
 
 
+EXPORT_VERSION = 1
+CSV_HEADERS = ("layer,head,score", "label,heads_pruned,mean,std", "metric,score")
+
+
+def is_export(path: Path) -> bool:
+    """Whether ``path`` is a file ``export`` wrote (JSON with our marker, or CSV with one of our headers)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text).get("headprune_export") == EXPORT_VERSION
+        except (ValueError, AttributeError):
+            return False
+    return text.split("\n", 1)[0].strip() in CSV_HEADERS
+
+
 def cmd_export(args) -> int:
+    from headprune_core.files import claim_output_file, write_file_atomic
+    from headprune_core.store import CorruptEntry
+    if args.out != "-":
+        claim_output_file(args.out, is_ours=is_export, force=args.force)
     store = _store()
     e = store.find(args.key)
-    data = store.read(e)
+    try:
+        data = store.read(e)
+    except CorruptEntry as err:
+        raise ValueError(f"cache entry {e.key[:12]} ({e.kind}) is corrupt ({err}); recompute it, or delete it "
+                         f"with 'rm {e.key[:12]}'") from None
     if "raw" in data:
         table = {"layer": [], "head": [], "score": []}
         for (layer, head), v in np.ndenumerate(data["raw"]):
@@ -456,22 +570,23 @@ def cmd_export(args) -> int:
     elif "curve" in data:
         c = data["curve"]
         table = {"label": c["labels"], "heads_pruned": c["k"], "mean": c["mean"], "std": c["std"]}
-    elif "result" in data:
+    elif "result" in data and "score" in data["result"]:
         table = {"metric": [data["result"]["metric"]], "score": [data["result"]["score"]]}
     else:
         raise ValueError(f"entry {e.key[:12]} ({e.kind}) holds no table to export")
     if args.format == "json":
-        text = json.dumps({"config": e.config, **table}, indent=2)
+        text = json.dumps({"headprune_export": EXPORT_VERSION, "kind": e.kind, "key": e.key, "config": e.config,
+                           **table}, indent=2)
     else:
         buf = io.StringIO()
-        w = csv.writer(buf)
+        w = csv.writer(buf, lineterminator="\n")
         w.writerow(list(table))
         w.writerows(zip(*table.values()))
         text = buf.getvalue()
     if args.out == "-":
         sys.stdout.write(text)
     else:
-        Path(args.out).write_text(text)
+        write_file_atomic(args.out, text)
         print(f"wrote {args.out}")
     return 0
 

@@ -1,7 +1,11 @@
 """Frozen run configurations: one dataclass per kind of run, canonical JSON, and the hash used as cache key.
 
-Only what changes a result belongs here: never the device, paths of this machine or progress settings. The
-model and data fingerprints are fields, so a changed model file or corpus gives a new key.
+Only what changes a result belongs here: never the device, paths of this machine or progress settings. A key
+changes exactly when the result can change: fields that only describe a run (``DESCRIBES``) are written to
+``config.json`` but not hashed; the model and data fingerprints are fields (content hashes of the weights and
+tokenizer, and of the examples a run reads), so a changed model file or corpus gives a new key; each kind has
+an algorithm ``version`` that is bumped when its computation changes. The study fills in effective values
+(sentence caps never above what the data holds), so two requests that compute the same thing share a key.
 """
 
 from __future__ import annotations
@@ -12,12 +16,22 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, get_args
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # layout of keys and entries (2: keyed fields only, per-kind versions, content fingerprints)
 
 Setting = Literal["cross", "multi"]
 Strategy = Literal["importance", "reverse", "random", "layers", "custom"]
+Method = Literal["gate_grad", "kv_grad", "taylor", "entropy", "random"]
+Normalize = Literal["none", "layer_l2", "layer_sum"]
+Split = Literal["train", "validation", "test"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 SETTINGS: tuple[str, ...] = get_args(Setting)
+METHODS: tuple[str, ...] = get_args(Method)
+NORMALIZATIONS: tuple[str, ...] = get_args(Normalize)
+SPLITS: tuple[str, ...] = get_args(Split)
+
+DESCRIBES = {"key": False}
+"""Field metadata: the field describes a run (written to config.json) but is not hashed, because it cannot
+change the result (the model's name next to its fingerprint; the setting next to the training languages)."""
 
 
 def canonical_json(data: Any) -> str:
@@ -25,16 +39,36 @@ def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _canon(value: Any) -> Any:
+    """Values as hashed: tuples as lists, integral floats as ints (``epochs: 2`` in a JSON plan = ``2.0``)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {str(k): _canon(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canon(v) for v in value]
+    raise TypeError(f"cannot hash a {type(value).__name__} in a run configuration")
+
+
 class RunConfig:
-    """Mixin: ``to_dict``/``from_dict``, canonical JSON and the cache key of a frozen dataclass."""
+    """Mixin: ``to_dict``/``from_dict``, canonical JSON and the cache key of a frozen dataclass.
+
+    ``version`` is the kind's algorithm version: bump it when the computation of that kind changes, so entries
+    computed the old way are never served as new ones.
+    """
 
     kind: ClassVar[str] = "run"
+    version: ClassVar[int] = 1
 
     def to_dict(self) -> dict:
         return json.loads(canonical_json(dataclasses.asdict(self)))
 
     @classmethod
     def from_dict(cls, data: dict):
+        if not isinstance(data, dict):
+            raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = set(data) - set(known)
         if unknown:
@@ -44,12 +78,37 @@ class RunConfig:
             sub = _nested_type(known[name])
             values[name] = sub.from_dict(value) if sub is not None and isinstance(value, dict) \
                 else _tuplify(value)
-        return cls(**values)
+        try:
+            return cls(**values)
+        except TypeError as err:  # a required field is missing
+            raise ValueError(f"{cls.__name__}: {err}") from None
+
+    def keyed(self) -> dict:
+        """The fields that can change the result (nested configs included), as hashed."""
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.metadata.get("key", True) is False:
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = value.keyed() if isinstance(value, RunConfig) else _canon(value)
+        return out
 
     def key(self) -> str:
-        """Hash of kind, schema version and the canonical JSON of every field."""
-        payload = canonical_json({"kind": self.kind, "schema": SCHEMA_VERSION, "config": self.to_dict()})
+        """Hash of kind, schema and algorithm version, and the canonical JSON of every keyed field."""
+        payload = canonical_json({"kind": self.kind, "schema": SCHEMA_VERSION, "version": self.version,
+                                  "config": self.keyed()})
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+    def fingerprints(self) -> dict[str, str]:
+        """Every ``*_fp`` field, nested ones as ``finetune.model_fp``."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, RunConfig):
+                out.update({f"{f.name}.{k}": v for k, v in value.fingerprints().items()})
+            elif f.name.endswith("_fp"):
+                out[f.name] = value
+        return out
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
@@ -71,15 +130,38 @@ def _require(cond: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def _choice(value, known: tuple[str, ...], what: str) -> None:
+    _require(value in known, f"unknown {what} {value!r}; known: {', '.join(known)}")
+
+
+def _count(value, what: str, *, optional: bool = True) -> None:
+    """A positive whole number (or None where ``optional``)."""
+    if value is None and optional:
+        return
+    _require(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+             f"{what} must be a whole number of at least 1, got {value!r}")
+
+
+def _check_eval_fields(cfg) -> None:
+    _choice(cfg.split, SPLITS, "split")
+    _count(cfg.max_sentences, "max_sentences")
+    _require(isinstance(cfg.max_length, int) and cfg.max_length >= 8,
+             f"max_length must be at least 8 tokens, got {cfg.max_length!r}")
+
+
 @dataclass(frozen=True)
 class FinetuneConfig(RunConfig):
-    """Fine-tune ``model`` on ``tasks`` in ``train_langs`` (``cross``) or in every language (``multi``)."""
+    """Fine-tune ``model`` on ``tasks`` in ``train_langs`` (``cross``: one source language; ``multi``: all).
+
+    ``max_train_sentences`` is per (task, language), and :meth:`Study.finetune_config` stores the effective
+    value (never more than the largest training split), so asking for more than there is keys like the corpus.
+    """
 
     kind: ClassVar[str] = "finetune"
-    model: str
+    model: str = dataclasses.field(metadata=DESCRIBES)
     tasks: tuple[str, ...]
     train_langs: tuple[str, ...]
-    setting: str = "cross"
+    setting: str = dataclasses.field(default="cross", metadata=DESCRIBES)
     epochs: float = 2.0
     lr: float = 5e-5
     head_lr: float = 1e-3  # the new classifiers; the encoder learns at lr
@@ -96,16 +178,29 @@ class FinetuneConfig(RunConfig):
     def __post_init__(self):
         _require(bool(self.tasks), "a fine-tuning run needs at least one task")
         _require(bool(self.train_langs), "a fine-tuning run needs at least one training language")
-        _require(self.setting in SETTINGS, f"unknown setting {self.setting!r}; known: {', '.join(SETTINGS)}")
-        _require(self.epochs > 0 and self.lr > 0 and self.batch_size > 0 and self.max_length >= 8,
-                 "epochs, lr and batch_size must be positive and max_length at least 8")
-        _require(self.sampling in ("proportional", "round_robin"),
-                 f"unknown sampling {self.sampling!r}; known: proportional, round_robin")
+        _choice(self.setting, SETTINGS, "setting")
+        _require(_positive(self.epochs) and _positive(self.lr) and _positive(self.head_lr),
+                 f"epochs, lr and head_lr must be positive numbers, got {self.epochs!r}, {self.lr!r}, "
+                 f"{self.head_lr!r}")
+        _count(self.batch_size, "batch_size", optional=False)
+        _require(isinstance(self.max_length, int) and self.max_length >= 8,
+                 f"max_length must be at least 8 tokens, got {self.max_length!r}")
+        _count(self.max_train_sentences, "max_train_sentences")
+        _choice(self.sampling, ("proportional", "round_robin"), "sampling")
+        _require(all(len(p) == 2 and all(isinstance(v, int) and v >= 0 for v in p) for p in self.pruned),
+                 f"pruned heads must be (layer, head) pairs of non-negative integers, got {self.pruned!r}")
+
+
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and value == value
 
 
 @dataclass(frozen=True)
 class ScoreConfig(RunConfig):
-    """Score every head of a fine-tuned model on one language's split (raw scores; normalise when shown)."""
+    """Score every head of a fine-tuned model on one language's split (raw scores; normalise when shown).
+
+    ``max_length`` is the tokenisation of the scored sentences (the fine-tune's own by default).
+    """
 
     kind: ClassVar[str] = "score"
     finetune: FinetuneConfig
@@ -114,8 +209,13 @@ class ScoreConfig(RunConfig):
     method: str = "gate_grad"
     split: str = "validation"
     max_sentences: int | None = 300
-    seed: int = 0
+    max_length: int = 128
+    seed: int = 0  # only the random method reads it
     data_fp: str = ""
+
+    def __post_init__(self):
+        _choice(self.method, METHODS, "importance method")
+        _check_eval_fields(self)
 
 
 @dataclass(frozen=True)
@@ -134,13 +234,20 @@ class CurveConfig(RunConfig):
     seeds: tuple[int, ...] = (0,)
     split: str = "test"
     max_sentences: int | None = 500
+    max_length: int = 128
     data_fp: str = ""
 
     def __post_init__(self):
-        _require(self.strategy in STRATEGIES,
-                 f"unknown strategy {self.strategy!r}; known: {', '.join(STRATEGIES)}")
+        _choice(self.strategy, STRATEGIES, "strategy")
         _require(self.strategy not in ("importance", "reverse") or self.ranking is not None,
                  f"strategy {self.strategy!r} needs a ranking (a ScoreConfig)")
+        _choice(self.normalize, NORMALIZATIONS, "normalisation")
+        _require(all(isinstance(k, int) and k >= 0 for k in self.steps),
+                 f"steps must be numbers of heads (0 or more), got {self.steps!r}")
+        _require(isinstance(self.step, int) and self.step >= 0, f"step must be 0 or more, got {self.step!r}")
+        _require(bool(self.seeds) and all(isinstance(s, int) for s in self.seeds),
+                 f"seeds must be a non-empty list of integers, got {self.seeds!r}")
+        _check_eval_fields(self)
 
 
 @dataclass(frozen=True)
@@ -154,7 +261,15 @@ class EvalConfig(RunConfig):
     mask: tuple[tuple[float, ...], ...] = ()
     split: str = "test"
     max_sentences: int | None = 500
+    max_length: int = 128
     data_fp: str = ""
+
+    def __post_init__(self):
+        rows = {len(r) for r in self.mask}
+        _require(len(rows) <= 1, f"the head mask's rows have different lengths: {sorted(rows)}")
+        _require(all(v in (0, 1) for r in self.mask for v in r),
+                 "head mask entries must be 0 (pruned) or 1 (kept)")
+        _check_eval_fields(self)
 
 
 @dataclass(frozen=True)
@@ -167,7 +282,7 @@ class GradTSConfig(RunConfig):
     """
 
     kind: ClassVar[str] = "gradts"
-    model: str
+    model: str = dataclasses.field(metadata=DESCRIBES)
     units: tuple[str, ...]
     primaries: tuple[str, ...]
     method: str = "kv_grad"
@@ -204,3 +319,7 @@ class RefinetuneConfig(RunConfig):
     eval_langs: tuple[str, ...] = ()
     max_sentences: int | None = 500
 
+    def __post_init__(self):
+        _choice(self.normalize, NORMALIZATIONS, "normalisation")
+        _require(isinstance(self.max_k, int) and self.max_k >= 0, f"max_k must be 0 or more, got {self.max_k!r}")
+        _count(self.max_sentences, "max_sentences")

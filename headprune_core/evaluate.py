@@ -154,6 +154,31 @@ def strategy_mask(shape: tuple[int, int], strategy: str, k: int = 0, *, ranking:
     return mask
 
 
+def load_mask(path, shape: tuple[int, int]) -> torch.Tensor:
+    """A ``(layers, heads)`` 0/1 mask from a JSON file (``[[1, 0, ...], ...]``, 1 keep, 0 pruned).
+
+    Errors name the file and what is wrong (not JSON, NaN, not a table of numbers, wrong shape, a value other
+    than 0 or 1 and where it is).
+    """
+    from headprune_core.files import read_json
+
+    data = read_json(path, "head mask (JSON)")
+    layers, heads = shape
+    table = isinstance(data, list) and all(isinstance(row, list) for row in data) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for row in data for v in row)
+    if not table or len({len(row) for row in data}) > 1 or not data:
+        raise ValueError(f"{path}: a head mask is a list of {layers} rows of {heads} numbers (1 keep, 0 pruned)")
+    arr = np.asarray(data, dtype=np.float64)
+    if arr.shape != tuple(shape):
+        raise ValueError(f"{path}: mask has shape {arr.shape}, the model has {tuple(shape)} (layers, heads)")
+    bad = np.argwhere(~np.isin(arr, (0.0, 1.0)))
+    if len(bad):
+        layer, head = (int(v) for v in bad[0])
+        raise ValueError(f"{path}: mask entries must be 0 (pruned) or 1 (kept); layer {layer}, head {head} is "
+                         f"{data[layer][head]!r}")
+    return torch.as_tensor(arr, dtype=torch.float32)
+
+
 def default_steps(shape: tuple[int, int], *, step: int | None = None) -> list[int]:
     """0, step, 2*step, ... up to all heads (step defaults to one layer's worth of heads)."""
     total = shape[0] * shape[1]

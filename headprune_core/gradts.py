@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import time
 import zlib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, replace
 from typing import Callable, Literal, get_args
 
 import numpy as np
@@ -84,11 +84,26 @@ class GradTSPlan:
             raise ValueError(f"plan {self.name!r}: train options {sorted(unknown)} are not fine-tuning overrides")
 
     @classmethod
-    def from_dict(cls, data: dict) -> "GradTSPlan":
+    def from_dict(cls, data: dict, *, where: str = "GradTS plan") -> "GradTSPlan":
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: a GradTS plan is a JSON object of fields, got {type(data).__name__}")
         known = set(cls.__dataclass_fields__)
         if set(data) - known:
-            raise ValueError(f"unknown GradTS plan fields {sorted(set(data) - known)}; known: {sorted(known)}")
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+            raise ValueError(f"{where}: unknown GradTS plan fields {sorted(set(data) - known)}; known: "
+                             f"{sorted(known)}")
+        missing = [n for n, f in cls.__dataclass_fields__.items()
+                   if f.default is MISSING and f.default_factory is MISSING and n not in data]
+        if missing:
+            raise ValueError(f"{where}: missing GradTS plan field(s) {missing}")
+        try:
+            return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{where}: {err}") from None
+
+    @classmethod
+    def from_file(cls, path) -> "GradTSPlan":
+        from headprune_core.files import read_json
+        return cls.from_dict(read_json(path, "GradTS plan (JSON)"), where=str(path))
 
     def to_dict(self) -> dict:
         return asdict(self)

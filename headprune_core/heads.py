@@ -16,6 +16,7 @@ One mask convention everywhere: a float tensor of shape ``(layers, heads)``, 1 =
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import warnings
 from dataclasses import dataclass
 from typing import Iterator
@@ -138,13 +139,39 @@ def check_mask(model: nn.Module, mask: torch.Tensor) -> None:
         raise ValueError(f"head mask has shape {tuple(mask.shape)}, but the model has {shape} (layers, heads)")
 
 
+_SCOPES: contextvars.ContextVar[frozenset] = contextvars.ContextVar("headprune_hook_scopes", default=frozenset())
+
+
+@contextlib.contextmanager
+def _hook_scope() -> Iterator[object]:
+    """A token that is active only in this thread (context) and only inside the block."""
+    token = object()
+    reset = _SCOPES.set(_SCOPES.get() | {token})
+    try:
+        yield token
+    finally:
+        _SCOPES.reset(reset)
+
+
+def _scoped(token: object, hook):
+    """``hook`` acting only on forward passes run inside the scope that registered it.
+
+    Hooks are global state on a module: without this, a forward pass of another thread (another dashboard
+    session sharing the cached model) would be gated by this call's mask while its block is open.
+    """
+    def scoped(*args, **kwargs):
+        return hook(*args, **kwargs) if token in _SCOPES.get() else None
+    return scoped
+
+
 @contextlib.contextmanager
 def head_gates(model: nn.Module, mask: torch.Tensor) -> Iterator[torch.Tensor]:
     """Scale each head's output by ``mask[layer, head]`` for every forward pass inside the block.
 
     ``mask`` is ``(layers, heads)``, 1 = keep, 0 = off; values in between scale the head. If it requires grad,
     ``mask.grad`` receives d loss / d gate after ``backward()``. Hooks are removed on exit, also after an
-    exception, so a shared (cached) model is never left gated.
+    exception, so a shared (cached) model is never left gated. The gates act only on forward passes run by
+    this thread inside the block: other threads using the same model at the same time are not gated.
 
     >>> from transformers import BertConfig, BertModel
     >>> m = BertModel(BertConfig(num_hidden_layers=2, num_attention_heads=4, hidden_size=32)).eval()
@@ -154,17 +181,18 @@ def head_gates(model: nn.Module, mask: torch.Tensor) -> Iterator[torch.Tensor]:
     check_mask(model, mask)
     adapter = adapter_for(model)
     handles = []
-    try:
-        for i, layer in enumerate(encoder_layers(model)):
-            kept = kept_heads(model, i)
-            if not kept:
-                continue  # nothing left to gate in this layer
-            out_proj = layer.get_submodule(adapter.out)
-            handles.append(out_proj.register_forward_pre_hook(_gate_hook(mask, i, kept)))
-        yield mask
-    finally:
-        for h in handles:
-            h.remove()
+    with _hook_scope() as token:
+        try:
+            for i, layer in enumerate(encoder_layers(model)):
+                kept = kept_heads(model, i)
+                if not kept:
+                    continue  # nothing left to gate in this layer
+                out_proj = layer.get_submodule(adapter.out)
+                handles.append(out_proj.register_forward_pre_hook(_scoped(token, _gate_hook(mask, i, kept))))
+            yield mask
+        finally:
+            for h in handles:
+                h.remove()
 
 
 def _gate_hook(mask: torch.Tensor, layer: int, kept: list[int]):
@@ -277,14 +305,16 @@ def attention_probs(model: nn.Module, input_ids: torch.Tensor, attention_mask: t
             inputs[i] = (args[0] if args else kwargs["hidden_states"]).detach()
         return hook
 
-    handles = [layer.get_submodule(adapter.attn).register_forward_pre_hook(capture(i), with_kwargs=True)
-               for i, layer in enumerate(layers)]
-    try:
-        with torch.no_grad():
-            base_model(model)(input_ids=input_ids, attention_mask=attention_mask, **encoder_kwargs)
-    finally:
-        for h in handles:
-            h.remove()
+    with _hook_scope() as token:
+        handles = [layer.get_submodule(adapter.attn).register_forward_pre_hook(_scoped(token, capture(i)),
+                                                                               with_kwargs=True)
+                   for i, layer in enumerate(layers)]
+        try:
+            with torch.no_grad():
+                base_model(model)(input_ids=input_ids, attention_mask=attention_mask, **encoder_kwargs)
+        finally:
+            for h in handles:
+                h.remove()
     size = head_dim(model)
     pad = (attention_mask == 0)[:, None, None, :]  # (batch, 1, 1, seq)
     probs = []

@@ -20,21 +20,18 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, get_args
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from headprune_core.config import METHODS, NORMALIZATIONS, Method, Normalize  # noqa: F401 (re-exported)
 from headprune_core.device import autocast
 from headprune_core.heads import (encoder_layers, adapter_for, attention_probs, head_dim, head_gates, head_shape,
                                   kept_heads)
 
-Method = Literal["gate_grad", "kv_grad", "taylor", "entropy", "random"]
-Normalize = Literal["none", "layer_l2", "layer_sum"]
-METHODS: tuple[str, ...] = get_args(Method)
-NORMALIZATIONS: tuple[str, ...] = get_args(Normalize)
 
 LossFn = Callable[[nn.Module, dict], tuple[torch.Tensor, int]]
 """(model, batch) -> (mean loss over labelled positions, number of labelled positions)."""

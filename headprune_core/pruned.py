@@ -8,8 +8,6 @@ full architecture from ``config.json``, prune the same heads, then load the stat
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import torch
@@ -18,6 +16,7 @@ from transformers import AutoConfig, AutoModel
 
 from headprune_core.classifier import HeadedEncoder, TaskHead
 from headprune_core.evaluate import pruned_copy
+from headprune_core.files import atomic_dir, claim_output_dir
 from headprune_core.heads import head_shape, present_mask, prune_heads
 
 FORMAT_VERSION = 1
@@ -25,29 +24,26 @@ META = "headprune_pruned.json"
 
 
 def save_pruned(model: HeadedEncoder, mask: torch.Tensor, out_dir: str | Path, *, tokenizer=None,
-                meta: dict | None = None) -> Path:
-    """Write ``model`` with the heads where ``mask`` is 0 physically removed into ``out_dir`` (atomic)."""
-    out = Path(out_dir)
+                meta: dict | None = None, force: bool = False) -> Path:
+    """Write ``model`` with the heads where ``mask`` is 0 physically removed into ``out_dir`` (atomic).
+
+    ``out_dir`` must be new or empty; an earlier headprune output there is replaced only with ``force``, and a
+    folder holding anything else is refused untouched (:class:`~headprune_core.files.OutputExists`).
+    """
+    out = claim_output_dir(out_dir, marker=META, force=force)
     small = pruned_copy(model, mask)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with atomic_dir(out) as tmp:
         small.encoder.config.to_json_file(str(tmp / "config.json"))
         save_file({k: v.detach().cpu().contiguous() for k, v in small.state_dict().items()},
                   str(tmp / "model.safetensors"))
         if tokenizer is not None:
             tokenizer.save_pretrained(str(tmp))
         removed = (present_mask(small) == 0).nonzero().tolist()
+        files = sorted(p.name for p in tmp.iterdir())
         (tmp / META).write_text(json.dumps({
             "format": FORMAT_VERSION, "heads_removed": removed, "shape": list(head_shape(small)),
             "tasks": {n: {"kind": t.kind, "labels": list(t.labels)} for n, t in small.tasks.items()},
-            **(meta or {})}, indent=2))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            **(meta or {}), "files": files}, indent=2))
     return out
 
 

@@ -12,16 +12,18 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
 from headprune_core.classifier import HeadedEncoder, TaskHead
-from headprune_core.config import (CurveConfig, EvalConfig, FinetuneConfig, RefinetuneConfig, RunConfig,
-                                   ScoreConfig, canonical_json)
+from headprune_core.config import (METHODS, SETTINGS, STRATEGIES, CurveConfig, EvalConfig, FinetuneConfig,
+                                   RefinetuneConfig, RunConfig, ScoreConfig, canonical_json)
 from headprune_core.evaluate import curve, default_steps, evaluate, strategy_mask
+from headprune_core.files import check_name, read_json
 from headprune_core.heads import head_shape, prune_heads
 from headprune_core.importance import normalise, score_heads
 from headprune_core.store import Store
@@ -44,21 +46,28 @@ def split_unit(unit: str, default_lang: str | None = None) -> tuple[str, str | N
 
 
 class Study:
-    """Computes and caches every result for one model. Expensive resources load lazily."""
+    """Computes and caches every result for one model. Expensive resources load lazily.
+
+    Its ``*_config`` builders are the only way to make run configurations with honest keys: they fill in the
+    fingerprints (of the model and of the exact examples a run reads) and the effective values (a sentence cap
+    above what a split holds becomes the split's size; options a strategy or method does not read get fixed
+    values), so two requests that compute the same thing share one cache entry.
+    """
 
     def __init__(self, model_id: str = "me5-small", *, store: Store | None = None, device: str = "auto",
-                 max_length: int = 128, progress: bool = True, on_progress: Progress | None = None):
+                 progress: bool = True, on_progress: Progress | None = None):
         self.model_id = model_id
         self.store = store or Store()
         self.device = device
-        self.max_length = max_length
         self.progress = progress
         self.on_progress = on_progress
         self._loaded = None
         self._data: dict[tuple[str, str], Any] = {}
-        self._tokenized: dict[tuple[str, str, str], tuple[Any, dict]] = {}
+        self._rows: dict[tuple[str, str, str], list[bytes]] = {}
+        self._tokenized: dict[tuple[str, str, str, int], tuple[Any, dict]] = {}
         self._models: dict[str, HeadedEncoder] = {}
         self._model_fp: str | None = None
+        self._shape: tuple[int, int] | None = None
 
     # --- resources -----------------------------------------------------------------------------------------
     @property
@@ -71,10 +80,19 @@ class Study:
 
     @property
     def model_fp(self) -> str:
+        """Content fingerprint of the model's weights, config and tokenizer (Hub: its resolved commit)."""
         if self._model_fp is None:
             from headprune_core.models import model_fingerprint
             self._model_fp = model_fingerprint(self.model_id)
         return self._model_fp
+
+    @property
+    def head_shape(self) -> tuple[int, int]:
+        """``(layers, heads)`` of the model, from its config (no weights loaded)."""
+        if self._shape is None:
+            from headprune_core.models import config_head_shape
+            self._shape = config_head_shape(self.model_id)
+        return self._shape
 
     def data(self, task: str, lang: str):
         """The task's ``TaskData`` for one language (splits, labels, kind)."""
@@ -83,70 +101,120 @@ class Study:
             self._data[(task, lang)] = load_task(task, lang)
         return self._data[(task, lang)]
 
-    def data_fp(self, task: str, langs: tuple[str, ...] | list[str]) -> str:
-        """Fingerprint of the data a run reads: split sizes, labels and metadata of each (task, language)."""
-        parts = []
-        for lang in sorted(langs):
-            d = self.data(task, lang)
-            sizes = {s: len(d.dataset[s]) for s in d.dataset}
-            parts.append({"task": task, "lang": lang, "labels": list(d.labels), "sizes": sizes,
-                          "source": d.meta.get("source", "") if isinstance(d.meta, dict) else ""})
-        return hashlib.sha256(canonical_json(parts).encode()).hexdigest()[:16]
+    def split_size(self, task: str, lang: str, split: str) -> int:
+        return len(self._split(task, lang, split))
 
-    def tokenized(self, task: str, lang: str, split: str):
+    def _split(self, task: str, lang: str, split: str):
+        d = self.data(task, lang)
+        if split not in d.dataset:
+            raise ValueError(f"{task}/{lang} has no split {split!r}; it has: {', '.join(d.dataset)}")
+        return d.dataset[split]
+
+    def read_fp(self, task: str, lang: str, split: str, limit: int | None, *, seed: int = 0) -> str:
+        """Fingerprint of exactly the examples a run reads: the content of ``subset(split, limit, seed)``, in
+        order, with the label names and the task kind. A changed sentence or label gives a new key."""
+        key = (task, lang, split)
+        if key not in self._rows:
+            self._rows[key] = [hashlib.sha256(canonical_json(row).encode()).digest()
+                               for row in self._split(task, lang, split).to_list()]
+        rows = self._rows[key]
+        d = self.data(task, lang)
+        h = hashlib.sha256(canonical_json({"task": task, "lang": lang, "kind": d.kind,
+                                           "labels": list(d.labels)}).encode())
+        for i in subset_indices(len(rows), limit, seed=seed):
+            h.update(rows[i])
+        return h.hexdigest()[:16]
+
+    def tokenized(self, task: str, lang: str, split: str, max_length: int):
         """Tokenised split (input_ids, attention_mask, labels) and its alignment stats."""
         from headprune_core.data import tokenize_sentence_task, tokenize_token_task
-        key = (task, lang, split)
+        key = (task, lang, split, max_length)
         if key not in self._tokenized:
             d = self.data(task, lang)
-            if split not in d.dataset:
-                raise ValueError(f"{task}/{lang} has no split {split!r}; it has: {', '.join(d.dataset)}")
             fn = tokenize_token_task if d.kind == "token" else tokenize_sentence_task
-            ds, stats = fn(d.dataset[split], self.loaded.tokenizer, max_length=self.max_length)
+            ds, stats = fn(self._split(task, lang, split), self.loaded.tokenizer, max_length=max_length)
             self._tokenized[key] = (ds, _stats_dict(stats))
         return self._tokenized[key]
 
-    def eval_batches(self, task: str, lang: str, split: str, limit: int | None, *, batch_size: int = 32):
-        ds, _ = self.tokenized(task, lang, split)
+    def eval_batches(self, task: str, lang: str, split: str, limit: int | None, *, max_length: int,
+                     batch_size: int = 32):
+        ds, _ = self.tokenized(task, lang, split, max_length)
         pad = self.loaded.tokenizer.pad_token_id or 0
         return batches(subset(ds, limit), batch_size=batch_size, pad_id=pad)
 
     # --- configurations ------------------------------------------------------------------------------------
     def finetune_config(self, tasks: tuple[str, ...] | str, train_langs: tuple[str, ...] | str = ("en",), *,
                         setting: str = "cross", **overrides) -> FinetuneConfig:
-        """A fine-tuning config with fingerprints filled in.
+        """A fine-tuning config with fingerprints and effective values filled in.
 
         ``cross``: train on ``train_langs`` (usually one source language), evaluate on others zero-shot;
         ``multi``: ``train_langs`` are all the languages trained on jointly.
         """
         tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
         train_langs = (train_langs,) if isinstance(train_langs, str) else tuple(train_langs)
-        fps = []
-        for unit in tasks:
-            task, lang = split_unit(unit)
-            fps.append(self.data_fp(task, [lang] if lang else train_langs))
-        fp = hashlib.sha256("|".join(fps).encode()).hexdigest()[:16]
-        return FinetuneConfig(model=self.model_id, tasks=tasks, train_langs=train_langs, setting=setting,
-                              model_fp=self.model_fp, data_fp=fp, **overrides)
+        ft = FinetuneConfig(model=self.model_id, tasks=tasks, train_langs=train_langs, setting=setting,
+                            **overrides)
+        units = train_units(ft)
+        largest = max(self.split_size(task, lang, "train") for task, lang in units)
+        cap = largest if ft.max_train_sentences is None else min(ft.max_train_sentences, largest)
+        fps = "|".join(self.read_fp(task, lang, "train", cap, seed=ft.seed) for task, lang in units)
+        return ft.replace(max_train_sentences=cap, model_fp=self.model_fp,
+                          data_fp=hashlib.sha256(fps.encode()).hexdigest()[:16])
 
-    def score_config(self, ft: FinetuneConfig, task: str, lang: str, **kw) -> ScoreConfig:
-        return ScoreConfig(finetune=ft, task=task, lang=lang, data_fp=self.data_fp(split_unit(task)[0], [lang]),
-                           **kw)
+    def _read(self, ft: FinetuneConfig, task: str, lang: str, split: str, max_sentences: int | None,
+              max_length: int | None) -> dict:
+        """Effective reading options of an evaluation-like run, with the fingerprint of what it reads."""
+        data_task = split_unit(task)[0]
+        size = self.split_size(data_task, lang, split)
+        cap = size if max_sentences is None else min(max_sentences, size)
+        return {"split": split, "max_sentences": cap, "max_length": max_length or ft.max_length,
+                "data_fp": self.read_fp(data_task, lang, split, cap)}
+
+    def score_config(self, ft: FinetuneConfig, task: str, lang: str, *, method: str = "gate_grad",
+                     split: str = "validation", max_sentences: int | None = 300, max_length: int | None = None,
+                     seed: int = 0) -> ScoreConfig:
+        return ScoreConfig(finetune=ft, task=task, lang=lang, method=method,
+                           seed=seed if method == "random" else 0,
+                           **self._read(ft, task, lang, split, max_sentences, max_length))
 
     def curve_config(self, ft: FinetuneConfig, task: str, lang: str, *, strategy: str = "importance",
                      ranking_lang: str | None = None, method: str = "gate_grad", score_sentences: int = 300,
-                     **kw) -> CurveConfig:
+                     normalize: str = "layer_sum", steps: tuple[int, ...] | list[int] = (), step: int = 0,
+                     seeds: tuple[int, ...] | list[int] = (0,), split: str = "test",
+                     max_sentences: int | None = 500, max_length: int | None = None) -> CurveConfig:
+        """A curve config; ``layers`` has its three points, the others explicit steps (default: every
+        ``step`` heads, one layer's worth when 0); only ``random`` keeps its seeds, only ranked strategies
+        their ranking and normalisation."""
         ranking = None
         if strategy in ("importance", "reverse"):
             ranking = self.score_config(ft, task, ranking_lang or lang, method=method,
                                         max_sentences=score_sentences)
+        else:
+            normalize = "none"
+        if strategy == "layers":
+            steps = ()
+        elif not steps:
+            steps = default_steps(self.head_shape, step=step or None)
         return CurveConfig(finetune=ft, task=task, lang=lang, strategy=strategy, ranking=ranking,
-                           data_fp=self.data_fp(split_unit(task)[0], [lang]), **kw)
+                           normalize=normalize, steps=tuple(int(k) for k in steps), step=0,
+                           seeds=tuple(int(s) for s in seeds) if strategy == "random" else (0,),
+                           **self._read(ft, task, lang, split, max_sentences, max_length))
 
-    def eval_config(self, ft: FinetuneConfig, task: str, lang: str, mask=None, **kw) -> EvalConfig:
-        rows = () if mask is None else tuple(tuple(float(v) for v in row) for row in np.asarray(mask))
+    def eval_config(self, ft: FinetuneConfig, task: str, lang: str, mask=None, *, split: str = "test",
+                    max_sentences: int | None = 500, max_length: int | None = None) -> EvalConfig:
+        """An evaluation config; a mask keeping every head is no mask (one entry for the unpruned model)."""
+        rows = ()
+        if mask is not None:
+            arr = np.asarray(mask, dtype=np.float64)
+            if arr.ndim != 2 or arr.shape != self.head_shape:
+                raise ValueError(f"head mask has shape {arr.shape}, the model has {self.head_shape} "
+                                 "(layers, heads)")
+            if not np.isin(arr, (0.0, 1.0)).all():
+                raise ValueError("head mask entries must be 0 (pruned) or 1 (kept)")
+            if not (arr == 1).all():
+                rows = tuple(tuple(float(v) for v in row) for row in arr)
         return EvalConfig(finetune=ft, task=task, lang=lang, mask=rows,
-                          data_fp=self.data_fp(split_unit(task)[0], [lang]), **kw)
+                          **self._read(ft, task, lang, split, max_sentences, max_length))
 
     # --- results -------------------------------------------------------------------------------------------
     def finetuned(self, ft: FinetuneConfig) -> HeadedEncoder:
@@ -182,15 +250,13 @@ class Study:
     def _train(self, ft: FinetuneConfig) -> dict:
         from datasets import concatenate_datasets
         model = self._build(ft)
-        train, stats = {}, {}
-        for unit in ft.tasks:
-            task, lang = split_unit(unit)
-            parts = []
-            for lang in [lang] if lang else ft.train_langs:
-                ds, st = self.tokenized(task, lang, "train")
-                parts.append(subset(ds, ft.max_train_sentences, seed=ft.seed))
-                stats[f"{task}/{lang}"] = {**st, "train_sentences": len(parts[-1])}
-            train[unit] = concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+        parts: dict[str, list] = {unit: [] for unit in ft.tasks}
+        stats = {}
+        for unit, (task, lang) in zip(train_unit_names(ft), train_units(ft)):
+            ds, st = self.tokenized(task, lang, "train", ft.max_length)
+            parts[unit].append(subset(ds, ft.max_train_sentences, seed=ft.seed))
+            stats[f"{task}/{lang}"] = {**st, "train_sentences": len(parts[unit][-1])}
+        train = {unit: concatenate_datasets(p) if len(p) > 1 else p[0] for unit, p in parts.items()}
         self._report(f"fine-tuning {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)}", 0, None)
         train_log = finetune(model, train, pad_id=self.loaded.tokenizer.pad_token_id or 0, epochs=ft.epochs,
                              lr=ft.lr, head_lr=ft.head_lr, batch_size=ft.batch_size, sampling=ft.sampling, seed=ft.seed,
@@ -203,7 +269,8 @@ class Study:
         """Raw importance map ``scores["raw"]`` (layers, heads) and its metadata ``scores["meta"]``."""
         def compute():
             model = self.finetuned(sc.finetune)
-            data = self.eval_batches(split_unit(sc.task)[0], sc.lang, sc.split, sc.max_sentences, batch_size=16)
+            data = self.eval_batches(split_unit(sc.task)[0], sc.lang, sc.split, sc.max_sentences,
+                                     max_length=sc.max_length, batch_size=16)
             self._report(f"scoring heads: {sc.task}/{sc.lang}", 0, len(data))
             imp = score_heads(model, _with_task(data, sc.task, model), method=sc.method, seed=sc.seed,
                               progress=self.progress,
@@ -219,7 +286,8 @@ class Study:
         def compute():
             model = self.finetuned(ec.finetune)
             mask = torch.tensor(ec.mask, dtype=torch.float32) if ec.mask else None
-            data = self.eval_batches(split_unit(ec.task)[0], ec.lang, ec.split, ec.max_sentences)
+            data = self.eval_batches(split_unit(ec.task)[0], ec.lang, ec.split, ec.max_sentences,
+                                     max_length=ec.max_length)
             d = self.data(split_unit(ec.task)[0], ec.lang)
             return {"result": evaluate(model, _with_task(data, ec.task, model), d.labels, kind=d.kind, mask=mask)}
         return self.store.get_or_compute(ec, compute)["result"]
@@ -231,7 +299,8 @@ class Study:
             ranking = None
             if cc.ranking is not None:
                 ranking = normalise(self.scores(cc.ranking)["raw"], normalize=cc.normalize)
-            data = self.eval_batches(split_unit(cc.task)[0], cc.lang, cc.split, cc.max_sentences)
+            data = self.eval_batches(split_unit(cc.task)[0], cc.lang, cc.split, cc.max_sentences,
+                                     max_length=cc.max_length)
             d = self.data(split_unit(cc.task)[0], cc.lang)
             what = f"curve {cc.strategy}: {cc.task}/{cc.lang}"
             self._report(what, 0, None)
@@ -273,15 +342,35 @@ class Study:
             self.on_progress(what, done, total)
 
 
-def subset(ds, n: int | None, *, seed: int = 0):
-    """A seeded random sample of ``n`` rows (all rows if ``n`` is None or larger).
-
-    Splits keep corpus order, and some corpora are sorted by label: the first ``n`` rows would be biased.
+def subset_indices(size: int, n: int | None, *, seed: int = 0) -> list[int]:
+    """Row indices of a seeded random sample of ``n`` of ``size`` rows, in corpus order (all if ``n`` is None
+    or larger). Splits keep corpus order, and some corpora are sorted by label: the first ``n`` would be biased.
     """
+    if n is None or n >= size:
+        return list(range(size))
+    return sorted(int(i) for i in np.random.default_rng(seed).permutation(size)[:n])
+
+
+def subset(ds, n: int | None, *, seed: int = 0):
+    """The rows of :func:`subset_indices` of a dataset."""
     if n is None or n >= len(ds):
         return ds
-    order = np.random.default_rng(seed).permutation(len(ds))[:n]
-    return ds.select(sorted(int(i) for i in order))
+    return ds.select(subset_indices(len(ds), n, seed=seed))
+
+
+def train_units(ft: FinetuneConfig) -> list[tuple[str, str]]:
+    """(task, language) of every training part of ``ft``, in training order: a bare task trains on every
+    ``train_langs`` language, a ``task/lang`` unit on its own language only."""
+    out = []
+    for unit in ft.tasks:
+        task, lang = split_unit(unit)
+        out += [(task, lang)] if lang else [(task, l) for l in ft.train_langs]
+    return out
+
+
+def train_unit_names(ft: FinetuneConfig) -> list[str]:
+    """The unit (classifier name) of each entry of :func:`train_units`."""
+    return [unit for unit in ft.tasks for _ in ([0] if split_unit(unit)[1] else ft.train_langs)]
 
 
 def _with_task(data: list[dict], task: str, model: HeadedEncoder) -> list[dict]:
@@ -307,6 +396,11 @@ def _stats_dict(stats) -> dict:
 
 # --- presets -----------------------------------------------------------------------------------------------
 
+def _plan_choice(value: str, known: tuple[str, ...], what: str, where: str) -> None:
+    if value not in known:
+        raise ValueError(f"{where}: unknown {what} {value!r}; known: {', '.join(known)}")
+
+
 @dataclass(frozen=True)
 class StudyPlan:
     """What a preset computes. Every job goes through the cache."""
@@ -325,6 +419,64 @@ class StudyPlan:
     score_sentences: int = 300
     eval_sentences: int = 300
     train: dict = field(default_factory=lambda: {"max_train_sentences": 2000, "epochs": 2.0})
+
+    def __post_init__(self):
+        check_name(self.name, "plan name")
+        where = f"plan {self.name!r}"
+        for name in ("tasks", "langs", "source_langs", "settings", "strategies"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or not value or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{where}: {name} must be a non-empty list of names, got {value!r}")
+        from headprune_core.data import get_task
+        for task in self.tasks:
+            get_task(task)
+        for setting in self.settings:
+            _plan_choice(setting, SETTINGS, "setting", where)
+        for strategy in self.strategies:
+            _plan_choice(strategy, STRATEGIES, "strategy", where)
+        _plan_choice(self.method, METHODS, "importance method", where)
+        for name in ("curve_step", "score_sentences", "eval_sentences"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{where}: {name} must be a whole number of at least 1, got {value!r}")
+        if not isinstance(self.random_seeds, tuple) or not self.random_seeds or \
+                not all(isinstance(v, int) and not isinstance(v, bool) for v in self.random_seeds):
+            raise ValueError(f"{where}: random_seeds must be a non-empty list of integers, got {self.random_seeds!r}")
+        if not isinstance(self.train, dict):
+            raise ValueError(f"{where}: train must be an object of fine-tuning options, got {self.train!r}")
+        fixed = {"model", "tasks", "train_langs", "setting", "model_fp", "data_fp", "pruned"}
+        unknown = sorted((set(self.train) - set(FinetuneConfig.__dataclass_fields__)) | (set(self.train) & fixed))
+        if unknown:
+            raise ValueError(f"{where}: train options {unknown} are not fine-tuning options; known: "
+                             f"{sorted(set(FinetuneConfig.__dataclass_fields__) - fixed)}")
+        FinetuneConfig(model=self.model, tasks=self.tasks, train_langs=self.source_langs, **self.train)
+
+    @classmethod
+    def from_dict(cls, data, *, where: str = "plan") -> "StudyPlan":
+        """A plan from JSON data: unknown or missing fields and bad values fail naming ``where``."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: a plan is a JSON object of fields, got {type(data).__name__}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"{where}: unknown plan fields {unknown}; known: {sorted(known)}")
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        missing = [name for name in required if name not in data]
+        if missing:
+            raise ValueError(f"{where}: missing plan field(s) {missing}")
+        try:
+            return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        except (ValueError, TypeError) as err:
+            message = str(err)
+            raise ValueError(message if message.startswith(where) else f"{where}: {message}") from None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "StudyPlan":
+        """A plan from a JSON file (the fields of this class)."""
+        return cls.from_dict(read_json(path, "study plan (JSON)"), where=str(path))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
     def restricted(self, *, langs: tuple[str, ...] | None = None, tasks: tuple[str, ...] | None = None,
                    sentences: int | None = None) -> "StudyPlan":

@@ -4,6 +4,7 @@ import streamlit as st
 
 from headprune_app import cached, charts
 from headprune_app import selection as S
+from headprune_core.files import safe_filename
 
 sel: S.Selection = cached.selection()
 study = cached.study(sel.model)
@@ -37,7 +38,7 @@ with right:
 
 table = charts.importance_table(maps, raws)
 st.download_button("Download all maps (CSV)", table.to_csv(index=False).encode(), key="csv",
-                   file_name=f"importance_{sel.task}_{sel.method}_{sel.normalize}.csv", mime="text/csv")
+                   file_name=safe_filename(f"importance_{sel.task}_{sel.method}_{sel.normalize}.csv"), mime="text/csv")
 st.caption("PNG: use the camera icon at the top right of any chart.")
 
 if len(maps) > 1:

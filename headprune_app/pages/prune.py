@@ -8,6 +8,7 @@ import streamlit as st
 from headprune_app import cached, charts
 from headprune_app import selection as S
 from headprune_core.evaluate import LAYER_PARTS
+from headprune_core.files import safe_filename
 
 sel: S.Selection = cached.selection()
 study = cached.study(sel.model)
@@ -147,8 +148,8 @@ d1, d2 = st.columns(2)
 payload = {"mask": mask.astype(int).tolist(), "shape": list(shape), "convention": "1 = keep, 0 = pruned",
            "strategy": strategy, "k": k, "label": label, "model": sel.model, "task": sel.task,
            "finetune_key": ft.key(), "normalize": sel.normalize, "method": sel.method}
-d1.download_button("Download mask (JSON)", json.dumps(payload, indent=1), file_name=f"mask_{sel.task}_{k}.json",
+d1.download_button("Download mask (JSON)", json.dumps(payload, indent=1), file_name=safe_filename(f"mask_{sel.task}_{k}.json"),
                    mime="application/json", key="dl_mask")
 d2.download_button("Download pruned model (zip)", cached.pruned_zip(study, ft, mask, {"mask_label": label}),
-                   file_name=f"pruned_{sel.task}_{k}.zip", mime="application/zip", key="dl_model",
+                   file_name=safe_filename(f"pruned_{sel.task}_{k}.zip"), mime="application/zip", key="dl_model",
                    help="Built when you click (a few seconds). Load it with headprune_core.pruned.load_pruned().")

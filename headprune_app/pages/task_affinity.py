@@ -9,6 +9,7 @@ from headprune_app import affinity_view as V
 from headprune_app import cached
 from headprune_app.charts import png_config
 from headprune_core.affinity import correlation_matrix, rank_auxiliary, select_threshold
+from headprune_core.files import safe_filename
 from headprune_core.gradts import validation_table
 
 st.title("Task affinity (GradTS)")
@@ -109,7 +110,7 @@ st.caption("Test metric of each primary task trained alone, with the GradTS-thre
 frame = AC.validation_frame(table)
 st.dataframe(frame, hide_index=True)
 st.download_button("Download the validation table (CSV)", frame.to_csv(index=False).encode(),
-                   file_name=f"gradts_{plan.name}_{method}.csv", mime="text/csv", key="gradts_csv")
+                   file_name=safe_filename(f"gradts_{plan.name}_{method}.csv"), mime="text/csv", key="gradts_csv")
 with st.expander("GradTS-trial: every trial's dev score"):
     for v in result["validation"]:
         st.markdown(f"**{v['primary']}**: " + "; ".join(

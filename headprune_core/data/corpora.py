@@ -25,10 +25,8 @@ import csv
 import html
 import json
 import logging
-import os
 import shutil
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +36,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from headprune_core import fetch
+from headprune_core.files import atomic_dir, scratch_path
 from headprune_core.data.formats import conllu_words, iter_conllu
 from headprune_core.data.registry import TASKS
 from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS, TagMapper, bio_names, is_proper
@@ -391,10 +390,7 @@ def is_prepared(task: str, lang: str) -> bool:
 def _write(out: _Output) -> Path:
     """Write one (task, lang) folder atomically: temp folder, then rename over any old one."""
     final = corpus_dir(out.task, out.lang)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".tmp-{out.lang}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
+    with atomic_dir(final) as tmp:
         idx = split_indices(len(out.records))
         counts, tokens, label_counts = {}, {}, {s: Counter() for s in SPLITS}
         for split, ids in idx.items():
@@ -416,17 +412,7 @@ def _write(out: _Output) -> Path:
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         if tokens:
             meta["tokens"] = tokens
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False))
-        old = None
-        if final.exists():
-            old = final.parent / f".old-{out.lang}-{uuid.uuid4().hex[:8]}"
-            os.replace(final, old)
-        os.replace(tmp, final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
     return final
 
 
@@ -464,8 +450,7 @@ def prepare_corpora(*, force: bool = False, progress: bool = True) -> PrepareRep
                disable=not progress or not todo)
     for src, pending in todo:
         bar.set_postfix_str(src.name)
-        downloads.mkdir(parents=True, exist_ok=True)
-        work = downloads / f".work-{uuid.uuid4().hex[:8]}"
+        work = scratch_path(downloads, src.name)
         left = set(pending)
         try:
             for item in src.build(downloads, work):

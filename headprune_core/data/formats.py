@@ -17,6 +17,7 @@ reader sees and what a tokenizer is given. JSONL: ``{"tokens": [...], "tags": [.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -58,6 +59,49 @@ class TextRecord:
         return f"{self.path}:{self.line}"
 
 
+MAX_WORDS = 5000  # more words in one sentence means blank lines between sentences are missing
+
+
+class CorpusError(ValueError):
+    """A corpus file cannot be read as given; the message starts with ``file:line``."""
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text: UTF-8 (a BOM is dropped; CRLF and CR line ends become LF).
+
+    Raises :class:`CorpusError` naming the file and line of the first byte that is not UTF-8, or of a NUL
+    byte (a binary file, or UTF-16 text).
+    """
+    name = str(path)
+    data = Path(path).read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise CorpusError(f"{name}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x} at column {column}); "
+                          "save the file as UTF-8") from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise CorpusError(f"{name}:{line}: NUL byte: a binary file or UTF-16 text, not UTF-8 text")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    for no, line in enumerate(read_text(path).split("\n"), 1):
+        yield no, line
+
+
+def _check_length(rec: "TokenRecord") -> "TokenRecord":
+    if len(rec.tokens) > MAX_WORDS:
+        raise CorpusError(f"{rec.where(0)}: a sentence of {len(rec.tokens)} words (lines {rec.lines[0]}-"
+                          f"{rec.lines[-1]}); more than {MAX_WORDS} words means the blank lines between "
+                          "sentences are missing")
+    return rec
+
+
 def guess_format(path: str | Path) -> FileFormat:
     fmt = _SUFFIXES.get(Path(path).suffix.lower())
     if fmt is None:
@@ -80,24 +124,22 @@ def read_conll(path: str | Path) -> list[TokenRecord]:
 
     def flush():
         if toks:
-            out.append(TokenRecord(list(toks), list(tags), name, list(lines)))
+            out.append(_check_length(TokenRecord(list(toks), list(tags), name, list(lines))))
         toks.clear(), tags.clear(), lines.clear()
 
-    with open(path, encoding="utf-8-sig") as f:
-        for no, raw in enumerate(f, 1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                flush()
-                continue
-            parts = line.split("\t") if "\t" in line else line.split()
-            if parts[0] == "-DOCSTART-":
-                flush()
-                continue
-            if len(parts) < 2 or not parts[0] or not parts[-1].strip():
-                raise ValueError(f"{name}:{no}: expected 'token<TAB>tag', got {_short(line)}")
-            toks.append(parts[0])
-            tags.append(parts[-1].strip())
-            lines.append(no)
+    for no, line in _numbered_lines(path):
+        if not line.strip():
+            flush()
+            continue
+        parts = line.split("\t") if "\t" in line else line.split()
+        if parts[0] == "-DOCSTART-":
+            flush()
+            continue
+        if len(parts) < 2 or not parts[0] or not parts[-1].strip():
+            raise CorpusError(f"{name}:{no}: expected 'token<TAB>tag', got {_short(line)}")
+        toks.append(parts[0])
+        tags.append(parts[-1].strip())
+        lines.append(no)
     flush()
     return out
 
@@ -106,23 +148,21 @@ def iter_conllu(path: str | Path) -> Iterator[list[tuple[int, list[str]]]]:
     """Raw CoNLL-U sentences: lists of (line number, 10 fields), comments dropped, every row checked."""
     name = str(path)
     rows: list[tuple[int, list[str]]] = []
-    with open(path, encoding="utf-8-sig") as f:
-        for no, raw in enumerate(f, 1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                if rows:
-                    yield rows
-                rows = []
-                continue
-            if line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if len(cols) != 10:
-                raise ValueError(f"{name}:{no}: expected 10 tab-separated CoNLL-U fields, got {len(cols)}: "
-                                 f"{_short(line)}")
-            if not _CONLLU_ID.match(cols[0]):
-                raise ValueError(f"{name}:{no}: bad CoNLL-U ID {cols[0]!r} (expected 3, 3-4 or 3.1)")
-            rows.append((no, cols))
+    for no, line in _numbered_lines(path):
+        if not line.strip():
+            if rows:
+                yield rows
+            rows = []
+            continue
+        if line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise CorpusError(f"{name}:{no}: expected 10 tab-separated CoNLL-U fields, got {len(cols)}: "
+                              f"{_short(line)}")
+        if not _CONLLU_ID.match(cols[0]):
+            raise CorpusError(f"{name}:{no}: bad CoNLL-U ID {cols[0]!r} (expected 3, 3-4 or 3.1)")
+        rows.append((no, cols))
     if rows:
         yield rows
 
@@ -147,7 +187,7 @@ def conllu_words(rows: list[tuple[int, list[str]]], *, column: int = 3, path: st
                 continue
             first = next((c for _, c in rows[i + 1:] if c[0] == str(start)), None)
             if first is None:
-                raise ValueError(f"{path}:{no}: multi-word token {cols[0]} has no word {start}")
+                raise CorpusError(f"{path}:{no}: multi-word token {cols[0]} has no word {start}")
             toks.append(cols[1])
             tags.append(first[column])
             lines.append(no)
@@ -165,7 +205,7 @@ def read_conllu(path: str | Path, *, column: Literal["upos", "xpos"] = "upos",
                 mwt: Literal["surface", "syntactic"] = "surface") -> list[TokenRecord]:
     """Sentences of a CoNLL-U file with the UPOS (or XPOS) column as tags; see ``conllu_words``."""
     col = {"upos": 3, "xpos": 4}[column]
-    return [conllu_words(rows, column=col, path=str(path), mwt=mwt) for rows in iter_conllu(path)]
+    return [_check_length(conllu_words(rows, column=col, path=str(path), mwt=mwt)) for rows in iter_conllu(path)]
 
 
 def read_jsonl(path: str | Path) -> list[TokenRecord] | list[TextRecord]:
@@ -173,34 +213,33 @@ def read_jsonl(path: str | Path) -> list[TokenRecord] | list[TextRecord]:
     name = str(path)
     out: list = []
     kind = None
-    with open(path, encoding="utf-8-sig") as f:
-        for no, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{name}:{no}: invalid JSON ({err.msg}): {_short(raw.strip())}") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{name}:{no}: expected a JSON object, got {type(obj).__name__}")
-            this = "token" if "tokens" in obj else "sentence" if "text" in obj else None
-            if this is None:
-                raise ValueError(f"{name}:{no}: expected keys 'tokens'+'tags' or 'text'+'label', "
-                                 f"got {sorted(obj)}")
-            if kind is not None and this != kind:
-                raise ValueError(f"{name}:{no}: a {this} record in a file of {kind} records")
-            kind = this
-            if this == "token":
-                toks, tags = obj.get("tokens"), obj.get("tags")
-                if not isinstance(toks, list) or not isinstance(tags, list) or len(toks) != len(tags):
-                    raise ValueError(f"{name}:{no}: 'tokens' and 'tags' must be lists of equal length")
-                if not toks:
-                    raise ValueError(f"{name}:{no}: empty sentence")
-                out.append(TokenRecord([str(t) for t in toks], tags, name, [no] * len(toks)))
-            else:
-                if "label" not in obj or not isinstance(obj["text"], str):
-                    raise ValueError(f"{name}:{no}: expected a string 'text' and a 'label'")
-                out.append(TextRecord(obj["text"], obj["label"], obj.get("text_pair"), name, no))
+    for no, raw in _numbered_lines(path):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise CorpusError(f"{name}:{no}: invalid JSON ({err.msg}): {_short(raw.strip())}") from None
+        if not isinstance(obj, dict):
+            raise CorpusError(f"{name}:{no}: expected a JSON object, got {type(obj).__name__}")
+        this = "token" if "tokens" in obj else "sentence" if "text" in obj else None
+        if this is None:
+            raise CorpusError(f"{name}:{no}: expected keys 'tokens'+'tags' or 'text'+'label', "
+                              f"got {sorted(obj)}")
+        if kind is not None and this != kind:
+            raise CorpusError(f"{name}:{no}: a {this} record in a file of {kind} records")
+        kind = this
+        if this == "token":
+            toks, tags = obj.get("tokens"), obj.get("tags")
+            if not isinstance(toks, list) or not isinstance(tags, list) or len(toks) != len(tags):
+                raise CorpusError(f"{name}:{no}: 'tokens' and 'tags' must be lists of equal length")
+            if not toks:
+                raise CorpusError(f"{name}:{no}: empty sentence")
+            out.append(_check_length(TokenRecord([str(t) for t in toks], tags, name, [no] * len(toks))))
+        else:
+            if "label" not in obj or not isinstance(obj["text"], str):
+                raise CorpusError(f"{name}:{no}: expected a string 'text' and a 'label'")
+            out.append(TextRecord(obj["text"], obj["label"], obj.get("text_pair"), name, no))
     return out
 
 
@@ -208,7 +247,7 @@ def read_csv(path: str | Path, *, order: tuple[str, str] = ("label", "text")) ->
     """``label,text`` rows (or ``order``); a header row naming label and text overrides the order."""
     name = str(path)
     out: list[TextRecord] = []
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with io.StringIO(read_text(path), newline="") as f:
         reader = csv.reader(f)
         first = True
         start = 1
@@ -223,7 +262,7 @@ def read_csv(path: str | Path, *, order: tuple[str, str] = ("label", "text")) ->
                     order = tuple(low)  # type: ignore[assignment]
                     continue
             if len(row) != len(order):
-                raise ValueError(f"{name}:{no}: expected {len(order)} fields ({','.join(order)}), got "
+                raise CorpusError(f"{name}:{no}: expected {len(order)} fields ({','.join(order)}), got "
                                  f"{len(row)}: {_short(','.join(row))}")
             rec = dict(zip(order, row))
             out.append(TextRecord(rec["text"], rec["label"].strip(), rec.get("text_pair"), name, no))

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import datasets
 
 from headprune_core.data.corpora import PREPARE_HINT, SPLITS, corpus_dir, is_prepared
-from headprune_core.data.formats import FileFormat, TextRecord, TokenRecord, read_file, read_jsonl
+from headprune_core.data.formats import CorpusError, FileFormat, TextRecord, TokenRecord, read_file, read_jsonl
 from headprune_core.data.registry import (SOURCES, TASKS, TaskInfo, UnknownName, check_language, get_task)
 
 
@@ -71,16 +71,16 @@ def encode_records(records: list, labels: Sequence[str], *, kind: str, split: st
         if key is None and isinstance(value, int) and not isinstance(value, bool):
             if 0 <= value < len(labels):
                 return value
-            raise ValueError(f"{where}: {what} index {value} out of range for {len(labels)} labels")
+            raise CorpusError(f"{where}: {what} index {value} out of range for {len(labels)} labels")
         if key not in index:
-            raise ValueError(f"{where}: {what} {value!r} is not in the label list {list(labels)}")
+            raise CorpusError(f"{where}: {what} {value!r} is not in the label list {list(labels)}")
         return index[key]
 
     if kind == "token":
         cols = {"tokens": [], "tags": []}
         for rec in records:
             if not isinstance(rec, TokenRecord):
-                raise ValueError(f"{rec.where()}: a sentence record where token records were expected")
+                raise CorpusError(f"{rec.where()}: a sentence record where token records were expected")
             cols["tokens"].append(list(rec.tokens))
             cols["tags"].append([lookup(t, rec.where(i)) for i, t in enumerate(rec.tags)])
         return datasets.Dataset.from_dict(cols, features=features_for(kind, labels))
@@ -88,12 +88,12 @@ def encode_records(records: list, labels: Sequence[str], *, kind: str, split: st
     cols = {"text": [], "label": []} | ({"text_pair": []} if pair else {})
     for rec in records:
         if not isinstance(rec, TextRecord):
-            raise ValueError(f"{rec.where()}: a token record where sentence records were expected")
+            raise CorpusError(f"{rec.where()}: a token record where sentence records were expected")
         cols["text"].append(rec.text)
         cols["label"].append(lookup(rec.label, rec.where()))
         if pair:
             if rec.text_pair is None:
-                raise ValueError(f"{rec.where()}: missing 'text_pair' in a file of sentence pairs")
+                raise CorpusError(f"{rec.where()}: missing 'text_pair' in a file of sentence pairs")
             cols["text_pair"].append(rec.text_pair)
     return datasets.Dataset.from_dict(cols, features=features_for(kind, labels, pair=pair))
 
@@ -114,9 +114,9 @@ def infer_labels(records_by_split: Mapping[str, list], kind: str) -> list[str]:
 def _check_splits(dd: datasets.DatasetDict, where: str) -> None:
     for split in SPLITS:
         if split not in dd:
-            raise ValueError(f"{where}: no {split!r} split (have: {', '.join(dd) or 'none'})")
+            raise CorpusError(f"{where}: no {split!r} split (have: {', '.join(dd) or 'none'})")
         if len(dd[split]) == 0:
-            raise ValueError(f"{where}: the {split!r} split is empty")
+            raise CorpusError(f"{where}: the {split!r} split is empty")
 
 
 def _from_records(by_split: Mapping[str, list], task: TaskInfo | None, name: str, lang: str, *,
@@ -165,7 +165,7 @@ def load_local(task: str, lang: str, files: Mapping[str, str | Path], *, format:
     by_split = {s: read_file(files[s], format, **read_kw) for s in SPLITS}
     for s, recs in by_split.items():
         if not recs:
-            raise ValueError(f"{files[s]}: the {s!r} split is empty")
+            raise CorpusError(f"{files[s]}: the {s!r} split is empty")
     if tagset is not None:
         from headprune_core.data.tagsets import UNIVERSAL_TAGS, TagMapper
         mapper = TagMapper(tagset, strict=True)  # type: ignore[arg-type]
@@ -173,7 +173,7 @@ def load_local(task: str, lang: str, files: Mapping[str, str | Path], *, format:
             for rec in recs:
                 for i, t in enumerate(rec.tags):
                     if str(t) not in mapper.table and mapper.key(str(t)) not in mapper.table:
-                        raise ValueError(f"{rec.where(i)}: tag {t!r} is not in the {tagset} table")
+                        raise CorpusError(f"{rec.where(i)}: tag {t!r} is not in the {tagset} table")
                 rec.tags = [mapper.map(str(t)) for t in rec.tags]
         labels = labels or UNIVERSAL_TAGS
     return _from_records(by_split, info, task, lang, kind=kind, labels=labels,

@@ -12,7 +12,10 @@ from headprune_core.pruned import load_pruned
 
 
 def _run(capsys, *args) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exit_:  # argparse refuses an option value before any work
+        code = exit_.code
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -56,9 +59,10 @@ def test_clear_errors(tiny_cache, capsys, monkeypatch, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([[1, 1], [1, 1]]))
     code, _, err = _run(capsys, "evaluate", "--model", model, "--mask", bad, "--max-train", "50")
-    assert code == 2 and "custom mask has shape (2, 2), the model has (3, 4)" in err
+    assert code == 2 and f"{bad}: mask has shape (2, 2), the model has (3, 4) (layers, heads)" in err
     code, _, err = _run(capsys, "curve", "--model", model, "--strategy", "best", "--max-train", "50")
-    assert code == 2 and "unknown strategy 'best'; known: importance, reverse, random, layers, custom" in err
+    assert code == 2 and "argument --strategy: unknown strategy 'best'; known: importance, reverse, random, layers" \
+        in err
     code, _, err = _run(capsys, "show", "zzzz")
     assert code == 2 and "0 cache entries match 'zzzz'" in err
     code, _, err = _run(capsys, "prune", "--model", model, "--out", tmp_path / "x", "--max-train", "50")

@@ -12,7 +12,7 @@ from scipy.special import erf
 
 from headprune_core import e5s1, fetch, models
 from headprune_core.e5s1 import E5S1Header, UnigramVocab
-from headprune_core.models import EMBEDDED, ModelLoadError, load_model, model_fingerprint
+from headprune_core.models import EMBEDDED, ModelLoadError, hub_revision, load_model, model_fingerprint
 
 H, NL, NH, FF, MAXP = 32, 2, 4, 64, 24  # in-features must be whole 32-weight blocks
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
@@ -206,8 +206,27 @@ def test_hub_id_offline_fails_naming_the_default(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read once at import
     with pytest.raises(ModelLoadError, match=r"Hub could not be reached.*'me5-small'"):
         load_model("headprune-tests/no-such-model")
-    assert model_fingerprint("xlm-roberta-base") == model_fingerprint("xlm-roberta-base")
-    assert model_fingerprint("xlm-roberta-base") != model_fingerprint("bert-base-multilingual-cased")
+    with pytest.raises(ModelLoadError, match=r"cannot resolve the revision of Hub model 'xlm-roberta-base': it is "
+                                             r"not in the local Hugging Face cache.*'me5-small' works offline"):
+        model_fingerprint("xlm-roberta-base")
+
+
+def test_hub_fingerprint_is_the_resolved_commit(monkeypatch, tmp_path):
+    """A Hub id keys by the commit its main revision resolves to in the local Hugging Face cache (laid out as
+    huggingface_hub writes it): a new upload (refs/main moves) is a new key, the same commit the same key."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    repo = tmp_path / "models--org--enc"
+    for commit in ("a" * 40, "b" * 40):
+        (repo / "snapshots" / commit).mkdir(parents=True)
+        (repo / "snapshots" / commit / "config.json").write_text('{"model_type": "bert"}')
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    first = model_fingerprint("org/enc")
+    assert model_fingerprint("org/enc") == first and hub_revision("org/enc") == "a" * 40
+    (repo / "refs" / "main").write_text("b" * 40)
+    assert hub_revision("org/enc") == "b" * 40 and model_fingerprint("org/enc") != first
 
 
 def save_tiny_hf(folder: Path, config, tok_json: Path) -> Path:

@@ -1,49 +1,53 @@
-"""Cache keys and the on-disk store: hits, misses, atomic writes, corrupt entries."""
+"""Cache keys and the on-disk store: hits, misses, atomic writes, corrupt entries, races, stale temp folders."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 
 import numpy as np
 import pytest
 import torch
 
-from headprune_core import store as store_mod
+from headprune_core import files as files_mod
 from headprune_core.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
 from headprune_core.store import Store, Weights
 
-FT = FinetuneConfig(model="me5-small", tasks=("pos",), train_langs=("en",))
+FT = FinetuneConfig(model="me5-small", tasks=("pos",), train_langs=("en",), model_fp="m" * 16, data_fp="d" * 16)
+SC = ScoreConfig(finetune=FT, task="pos", lang="de", data_fp="s" * 16)
+
+# a valid other value for every field of FinetuneConfig
+FT_CHANGES = {"tasks": ("name",), "train_langs": ("de",), "epochs": 3.0, "lr": 1e-4, "head_lr": 2e-3,
+              "batch_size": 8, "max_length": 64, "max_train_sentences": 50, "freeze_embeddings": False,
+              "sampling": "round_robin", "seed": 1, "pruned": ((0, 1),), "model_fp": "x" * 16, "data_fp": "y" * 16}
+DESCRIPTIVE = {"model": "other-name", "setting": "multi"}
 
 
-def test_key_changes_with_every_field():
-    base = ScoreConfig(finetune=FT, task="pos", lang="de")
-    changed = {"task": "name", "lang": "fr", "method": "kv_grad", "split": "test", "max_sentences": 10, "seed": 1}
-    keys = {base.key()} | {base.replace(**{k: v}).key() for k, v in changed.items()}
-    assert len(keys) == 1 + len(changed)
-    ft_keys = {FT.key()}
-    valid = {"setting": "multi", "sampling": "round_robin", "max_train_sentences": 50}
-    for f in dataclasses.fields(FT):
-        value = getattr(FT, f.name)
-        if f.name in valid:
-            new = valid[f.name]
-        elif isinstance(value, bool):
-            new = not value
-        elif isinstance(value, (int, float)):
-            new = value * 2
-        elif isinstance(value, tuple):
-            new = value + ("xx",)
-        else:
-            new = value + "x"
-        ft_keys.add(FT.replace(**{f.name: new}).key())
-    assert len(ft_keys) == 1 + len(dataclasses.fields(FT))
-    # nested configs propagate
-    assert ScoreConfig(finetune=FT.replace(lr=1e-4), task="pos", lang="de").key() != base.key()
+def test_every_keyed_field_changes_the_key_and_descriptive_ones_do_not():
+    assert set(FT_CHANGES) | set(DESCRIPTIVE) == {f.name for f in dataclasses.fields(FinetuneConfig)}
+    keys = {FT.key()} | {FT.replace(**{k: v}).key() for k, v in FT_CHANGES.items()}
+    assert len(keys) == 1 + len(FT_CHANGES)
+    for name, value in DESCRIPTIVE.items():  # they describe the run but cannot change what it computes
+        assert FT.replace(**{name: value}).key() == FT.key()
+    score_changes = {"task": "name", "lang": "fr", "method": "kv_grad", "split": "test", "max_sentences": 10,
+                     "max_length": 64, "seed": 1, "data_fp": "z" * 16, "finetune": FT.replace(lr=1e-4)}
+    assert set(score_changes) == {f.name for f in dataclasses.fields(ScoreConfig)}
+    assert len({SC.key()} | {SC.replace(**{k: v}).key() for k, v in score_changes.items()}) == 1 + len(score_changes)
+
+
+def test_integral_floats_key_like_ints_and_kinds_have_versions():
+    assert FT.replace(epochs=2).key() == FT.replace(epochs=2.0).key()  # "epochs": 2 in a JSON plan
+    assert FT.replace(epochs=2.5).key() != FT.key()
+
+    class Bumped(ScoreConfig):  # the same fields, computed by a changed algorithm
+        version = ScoreConfig.version + 1
+    bumped = Bumped(**{f.name: getattr(SC, f.name) for f in dataclasses.fields(SC)})
+    assert bumped.keyed() == SC.keyed() and bumped.key() != SC.key()
 
 
 def test_round_trip_and_no_runtime_fields():
-    cfg = CurveConfig(finetune=FT, task="pos", lang="de", ranking=ScoreConfig(finetune=FT, task="pos", lang="de"),
-                      steps=(0, 12, 24))
+    cfg = CurveConfig(finetune=FT, task="pos", lang="de", ranking=SC, steps=(0, 12, 24))
     again = CurveConfig.from_dict(cfg.to_dict())
     assert again == cfg and again.key() == cfg.key()
     ev = EvalConfig(finetune=FT, task="pos", lang="en", mask=((1.0, 0.0), (1.0, 1.0)))
@@ -51,7 +55,10 @@ def test_round_trip_and_no_runtime_fields():
     names = {f.name for f in dataclasses.fields(FinetuneConfig)}
     assert not names & {"device", "progress", "cache_dir", "path"}
     with pytest.raises(ValueError, match="unknown fields"):
-        ScoreConfig.from_dict({**ScoreConfig(finetune=FT, task="pos", lang="de").to_dict(), "device": "cuda"})
+        ScoreConfig.from_dict({**SC.to_dict(), "device": "cuda"})
+    assert cfg.fingerprints() == {"finetune.model_fp": "m" * 16, "finetune.data_fp": "d" * 16,
+                                  "ranking.finetune.model_fp": "m" * 16, "ranking.finetune.data_fp": "d" * 16,
+                                  "ranking.data_fp": "s" * 16, "data_fp": ""}
 
 
 def test_validation_errors():
@@ -63,30 +70,40 @@ def test_validation_errors():
         CurveConfig(finetune=FT, task="pos", lang="en", strategy="importance")
 
 
+def _scores():
+    return {"scores": np.arange(6.0).reshape(2, 3), "meta": {"n": 3}, "weights": Weights({"w": torch.ones(2, 2)})}
+
+
 def test_hit_miss_with_call_counting(tmp_path):
     store, calls = Store(tmp_path), []
-    cfg = ScoreConfig(finetune=FT, task="pos", lang="de")
 
     def compute():
         calls.append(1)
-        return {"scores": np.arange(6.0).reshape(2, 3), "meta": {"n": 3},
-                "weights": Weights({"w": torch.ones(2, 2)})}
+        return _scores()
 
-    first = store.get_or_compute(cfg, compute)
-    second = store.get_or_compute(cfg, compute)
+    first = store.get_or_compute(SC, compute)
+    second = store.get_or_compute(SC, compute)
     assert len(calls) == 1
     assert np.array_equal(second["scores"], first["scores"]) and second["meta"] == {"n": 3}
     assert torch.equal(second["weights"]["w"], torch.ones(2, 2))
-    store.get_or_compute(cfg.replace(lang="fr"), compute)
+    store.get_or_compute(SC.replace(lang="fr"), compute)
     assert len(calls) == 2
-    saved = (store.path_for(cfg) / "config.json").read_text()
-    assert '"lang": "de"' in saved and cfg.key() in saved
+    saved = json.loads((store.path_for(SC) / "config.json").read_text())
+    assert saved["config"]["lang"] == "de" and saved["key"] == SC.key() and saved["version"] == SC.version
     assert [e.config["lang"] for e in store.entries("score")].count("de") == 1
+
+
+def test_put_refuses_empty_fingerprints(tmp_path):
+    store = Store(tmp_path)
+    with pytest.raises(ValueError, match=r"empty fingerprints \(finetune.data_fp\)"):
+        store.put(SC.replace(finetune=FT.replace(data_fp="")), {"scores": np.zeros(2)})
+    with pytest.raises(ValueError, match=r"empty fingerprints \(data_fp\)"):
+        store.put(SC.replace(data_fp=""), {"scores": np.zeros(2)})
+    assert not (tmp_path / "score").exists() or not any((tmp_path / "score").iterdir())
 
 
 def test_crash_between_write_and_rename_leaves_no_entry(tmp_path, monkeypatch):
     store, calls = Store(tmp_path), []
-    cfg = ScoreConfig(finetune=FT, task="pos", lang="de")
 
     def compute():
         calls.append(1)
@@ -98,52 +115,125 @@ def test_crash_between_write_and_rename_leaves_no_entry(tmp_path, monkeypatch):
     def crash(src, dst):
         raise SimulatedCrash("simulated crash before rename")
 
-    monkeypatch.setattr(store_mod.os, "replace", crash)
+    monkeypatch.setattr(files_mod.os, "replace", crash)
     with pytest.raises(SimulatedCrash):
-        store.get_or_compute(cfg, compute)
+        store.get_or_compute(SC, compute)
     monkeypatch.undo()
-    assert not store.has(cfg) and store.get(cfg) is None
+    assert not store.has(SC) and store.get(SC) is None
     assert not [p for p in (tmp_path / "score").iterdir()]  # no temp folder left behind
-    store.get_or_compute(cfg, compute)
-    assert len(calls) == 2 and store.has(cfg)
+    store.get_or_compute(SC, compute)
+    assert len(calls) == 2 and store.has(SC)
 
 
-@pytest.mark.parametrize("damage", ["truncate_npy", "delete_marker", "garbage_json"])
+def _damage(path, how: str) -> None:
+    if how == "truncate_npy":
+        (path / "scores.npy").write_bytes((path / "scores.npy").read_bytes()[:20])
+    elif how == "delete_marker":
+        (path / "entry.json").unlink()
+    elif how == "garbage_json":
+        (path / "meta.json").write_text("{not json")
+    elif how == "flip_a_byte":  # same size, other content: only the checksum sees it
+        data = bytearray((path / "scores.npy").read_bytes())
+        data[-1] ^= 0xFF
+        (path / "scores.npy").write_bytes(bytes(data))
+    elif how == "other_config":  # config.json of another run under this key
+        saved = json.loads((path / "config.json").read_text())
+        saved["config"]["lang"] = "fr"
+        (path / "config.json").write_text(json.dumps(saved))
+    elif how == "old_schema":
+        meta = json.loads((path / "entry.json").read_text())
+        meta["schema"] = 1
+        (path / "entry.json").write_text(json.dumps(meta))
+    elif how == "delete_artifact":
+        (path / "meta.json").unlink()
+
+
+DAMAGES = ["truncate_npy", "delete_marker", "garbage_json", "flip_a_byte", "other_config", "old_schema",
+           "delete_artifact"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_corrupt_entry_is_a_logged_miss(tmp_path, caplog, damage):
     store, calls = Store(tmp_path), []
-    cfg = ScoreConfig(finetune=FT, task="pos", lang="de")
 
     def compute():
         calls.append(1)
         return {"scores": np.ones((4, 4)), "meta": {"a": 1}}
 
-    store.get_or_compute(cfg, compute)
-    path = store.path_for(cfg)
-    if damage == "truncate_npy":
-        (path / "scores.npy").write_bytes((path / "scores.npy").read_bytes()[:20])
-    elif damage == "delete_marker":
-        (path / "entry.json").unlink()
-    else:
-        (path / "meta.json").write_text("{not json")
+    store.get_or_compute(SC, compute)
+    _damage(store.path_for(SC), damage)
+    assert store.get(SC) is None
+    # status is the cheap check (records, sizes, config): it cannot see a flipped byte, a read can
+    assert store.status(SC) == ("ok" if damage == "flip_a_byte" else "corrupt")
     with caplog.at_level("WARNING"):
-        again = store.get_or_compute(cfg, compute)
+        again = store.get_or_compute(SC, compute)
     assert len(calls) == 2 and np.array_equal(again["scores"], np.ones((4, 4)))
-    if damage != "delete_marker":
-        assert "corrupt" in caplog.text
+    assert store.status(SC) == "ok" and store.get(SC)["meta"] == {"a": 1}
+    assert "corrupt" in caplog.text
+
+
+def test_a_valid_entry_is_never_replaced_by_a_later_put(tmp_path):
+    """Two writers of one key: the second (the one that lost the race) keeps the first's valid entry."""
+    store = Store(tmp_path)
+    store.put(SC, {"scores": np.ones(3)})
+    first = (store.path_for(SC) / "entry.json").read_text()
+    store.put(SC, {"scores": np.zeros(3)})
+    assert (store.path_for(SC) / "entry.json").read_text() == first
+    assert np.array_equal(store.get(SC)["scores"], np.ones(3))
+    _damage(store.path_for(SC), "truncate_npy")  # a corrupt one is replaced
+    store.put(SC, {"scores": np.zeros(3)})
+    assert np.array_equal(store.get(SC)["scores"], np.zeros(3))
+
+
+def test_unreadable_right_after_put_is_a_miss_and_the_result_is_still_served(tmp_path, monkeypatch, caplog):
+    store = Store(tmp_path)
+    real_put = Store.put
+
+    def put_then_damage(self, cfg, artifacts):
+        path = real_put(self, cfg, artifacts)
+        _damage(path, "flip_a_byte")
+        return path
+
+    monkeypatch.setattr(Store, "put", put_then_damage)
+    with caplog.at_level("ERROR"):
+        out = store.get_or_compute(SC, lambda: {"scores": np.full(3, 7.0), "meta": {"t": (1, 2)}})
+    assert np.array_equal(out["scores"], np.full(3, 7.0)) and out["meta"] == {"t": [1, 2]}
+    assert "could not be read back" in caplog.text and store.get(SC) is None
 
 
 def test_list_find_delete(tmp_path):
     store = Store(tmp_path)
-    cfg = ScoreConfig(finetune=FT, task="pos", lang="de")
-    store.put(cfg, {"scores": np.zeros(3)})
+    store.put(SC, {"scores": np.zeros(3)})
     [entry] = store.entries()
-    assert entry.kind == "score" and entry.size > 0 and store.find(entry.key[:6]).key == cfg.key()
+    assert entry.kind == "score" and entry.size > 0 and store.find(entry.key[:6]).key == SC.key()
+    assert entry.artifacts == ("scores.npy",)
     with pytest.raises(KeyError, match="0 cache entries"):
         store.find("zzzz")
-    assert store.delete(entry) and store.entries() == []
+    assert store.delete(entry) and store.entries() == [] and not store.path_for(SC).exists()
+    assert not [p for p in (tmp_path / "score").iterdir()]
 
 
-def test_cache_root_env(monkeypatch, tmp_path):
+def test_cache_root_env_and_a_file_in_the_way(monkeypatch, tmp_path):
+    from headprune_core import store as store_mod
     monkeypatch.setenv("HEADPRUNE_CACHE", str(tmp_path))
     assert store_mod.cache_root() == tmp_path.resolve()
     assert Store().root == tmp_path.resolve() / "runs"
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(tmp_path / "file"))
+    with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
+        Store()
+
+
+def test_temp_folders_of_dead_processes_are_cleaned(tmp_path):
+    """A writer killed mid-write leaves a temp folder; the next writer in that folder removes it (not those of
+    live processes)."""
+    store = Store(tmp_path)
+    parent = tmp_path / "score"
+    parent.mkdir()
+    dead = parent / f"{files_mod.TMP_PREFIX}abc.new.{files_mod._HOST}.999999999.deadbeef"
+    alive = parent / f"{files_mod.TMP_PREFIX}abc.new.{files_mod._HOST}.{os.getppid()}.cafecafe"
+    for p in (dead, alive):
+        p.mkdir()
+        (p / "half.npy").write_bytes(b"\x93NUMPY")
+    store.put(SC, {"scores": np.zeros(2)})
+    assert not dead.exists() and alive.exists() and store.has(SC)
