@@ -394,7 +394,8 @@ def hub_revision(model_id: str) -> str:
 
 
 def config_head_shape(model_id: str) -> tuple[int, int]:
-    """``(layers, heads)`` of ``model_id`` from its config alone (no weights loaded)."""
+    """``(layers, heads)`` of ``model_id`` from its config alone (no weights loaded); an unsupported family
+    fails here, before any work, naming the supported ones."""
     source, src = resolve(model_id)
     try:
         if source == "hub":
@@ -405,6 +406,10 @@ def config_head_shape(model_id: str) -> tuple[int, int]:
             config = json.loads((Path(src) / "config.json").read_text(encoding="utf-8"))
     except Exception as err:
         raise _load_error(model_id, source, err) from err
+    from headprune_core.heads import ADAPTERS, UnsupportedModelError
+    if config.get("model_type") not in ADAPTERS:
+        raise UnsupportedModelError(f"unsupported model family {config.get('model_type')!r} ({model_id}); "
+                                    f"supported: {', '.join(sorted(ADAPTERS))}")
     layers = config.get("num_hidden_layers", config.get("n_layers"))
     heads = config.get("num_attention_heads", config.get("n_heads"))
     if not isinstance(layers, int) or not isinstance(heads, int):
