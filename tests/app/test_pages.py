@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from headprune_core.store import Store
 from tests.app.conftest import make_app, plan_size
 
 PAGES = ["home", "importance", "prune", "inspector", "runs"]
@@ -95,11 +96,15 @@ def test_strategy_changes_the_metric(app):
     assert most != least
     app.selectbox(key="strategy").set_value("layers").run()
     assert not app.exception
-    bottom_vs_top = []
+    shown = {}
     for part in ("bottom", "top"):
         app.radio(key="part").set_value(part).run()
-        bottom_vs_top.append(metric_value(app, "accuracy, 4 of"))
-    assert all(0 <= v <= 100 for v in bottom_vs_top)
+        shown[part] = metric_value(app, "accuracy, 4 of")
+    # the same numbers as the layer-thirds curve that run_plan computed by another code path
+    curves = json.loads(plotly_charts(app)[1].proto.spec)
+    layers = next(t for t in curves["data"] if t.get("name") == "whole layers")
+    by_part = dict(zip(layers["text"], layers["y"]))
+    assert {part: round(by_part[part], 2) for part in shown} == shown
     assert len(plotly_charts(app)) == 2  # the mask grid and the curves
 
 
@@ -137,13 +142,29 @@ def test_inspector_tags_with_and_without_the_current_mask(app):
     assert not app.exception
 
 
-def test_measure_size_and_latency(app):
+def _fixture_params(fixture_cache) -> int:
+    """Parameters of the fixture's fine-tuned pos model (encoder + classifier), counted by the core."""
+    from headprune_core.heads import count_parameters
+    from headprune_core.study import Study
+    plan = fixture_cache["plan"]
+    study = Study(plan.model, store=Store(fixture_cache["root"] / "runs"), progress=False)
+    return count_parameters(study.finetuned(study.finetune_config("pos", ("en",), **plan.train)))
+
+
+def test_measure_size_and_latency(app, fixture_cache):
     run_page(app, "prune")
     app.slider(key="k").set_value(4).run()
     app.button(key="measure").click().run()
     assert not app.exception
-    assert metric_value(app, "speed-up") > 0
-    assert app.metric[[m.label for m in app.metric].index("parameters")].value.endswith(" M")
+    params = app.metric[[m.label for m in app.metric].index("parameters")]
+    n = _fixture_params(fixture_cache)
+    removed = 4 * (3 * (8 * 32 + 8) + 32 * 8)  # 4 heads of 8 dims in a 32-wide model: q, k, v and output slices
+    assert params.value == f"{(n - removed) / 1e6:.2f} M"
+    assert params.delta == f"{100 * (-removed / n):.1f}% of {n / 1e6:.2f} M"
+    latency = app.metric[[m.label for m in app.metric].index("latency (median of 5)")]
+    pruned_ms, full_ms = float(latency.value.split()[0]), float(latency.delta.split()[1])
+    lo, hi = (full_ms - 0.05) / (pruned_ms + 0.05), (full_ms + 0.05) / max(pruned_ms - 0.05, 1e-9)
+    assert lo - 0.005 <= metric_value(app, "speed-up") <= hi + 0.005  # full / pruned, not the other way
 
 
 def test_cached_views_render_without_computing(fixture_cache, monkeypatch):
@@ -161,7 +182,11 @@ def test_cached_views_render_without_computing(fixture_cache, monkeypatch):
     for page in ("home", "importance", "prune", "runs"):
         run_page(at, page)
         assert not at.error and not at.warning, page
-    assert metric_value(run_page(at, "prune"), "accuracy, 0 of") > 0
+    cached = [e for e in Store(fixture_cache["root"] / "runs").entries("eval")
+              if e.config["lang"] == "en" and e.config["task"] == "pos" and not e.config["mask"]]
+    assert len(cached) == 1
+    stored = Store(fixture_cache["root"] / "runs").read(cached[0])["result"]["score"]
+    assert metric_value(run_page(at, "prune"), "accuracy, 0 of") == round(stored, 2)
 
 
 def test_runs_page_lists_entries(app):

@@ -117,6 +117,8 @@ def test_measure_speed_prunes_a_copy():
     mask = torch.ones(2, 4)
     mask[0, :3] = 0
     res = measure_speed(model, mask, batches[0], repeats=2)
-    assert res["params_pruned"] < res["params_full"] and res["heads_pruned"] == 3
-    assert res["latency_full_ms"] > 0 and res["latency_pruned_ms"] > 0
+    hidden, head_dim = 32, 8  # each head: q, k, v rows (weights and biases) and its output-projection columns
+    per_head = 3 * (head_dim * hidden + head_dim) + hidden * head_dim
+    assert res["params_full"] - res["params_pruned"] == 3 * per_head and res["heads_pruned"] == 3
+    assert res["speedup"] == pytest.approx(res["latency_full_ms"] / res["latency_pruned_ms"])
     assert model.encoder.encoder.layer[0].attention.self.num_attention_heads == 4  # original untouched

@@ -129,7 +129,10 @@ def test_run_is_cached_and_reports_table_and_times(env):
     assert all(v["thres"] == [n for n, _ in v["ranking"]] for v in res["validation"])  # threshold -1: all
     assert len(jobs) <= gts.expected_jobs() and any(not c for _, c in jobs)
     secs = res["seconds"]
-    assert secs["wall"] > 0 and set(secs["maps"]) == set(p.units) and secs["multitask_total"] > 0
+    assert set(secs["maps"]) == set(p.units) and secs["wall"] >= secs["wall_maps"]
+    assert secs["maps_total"] == pytest.approx(sum(sum(v.values()) for v in secs["maps"].values()), abs=0.06)
+    assert secs["multitask_total"] == pytest.approx(sum(secs["multitask_runs"].values()), abs=0.06)
+    assert all(v > 0 for v in secs["multitask_runs"].values()) and len(secs["multitask_runs"]) >= 2
     assert all(t["train_seconds"] is not None for v in res["validation"] for t in v["trial"]["trials"])
     table = validation_table(res)
     assert [(line["primary"], line["row"]) for line in table][:5] == [
