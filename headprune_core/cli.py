@@ -507,10 +507,9 @@ def cmd_ls(args) -> int:
     if not entries:
         print("the cache is empty")
     for e in entries:
-        c = e.config
-        what = " ".join(str(c.get(k)) for k in ("task", "lang", "method", "strategy") if c.get(k))
-        if e.kind == "finetune":
-            what = f"{'+'.join(c['tasks'])} on {'+'.join(c['train_langs'])} ({c['setting']})"
+        what = e.describe()
+        if e.stale:
+            what += "  [stale: written by an older headprune, never read; 'rm' frees its space]"
         print(f"{e.key[:12]}  {e.kind:10} {e.size / 1e6:8.2f} MB  {what}")
     return 0
 

@@ -68,6 +68,22 @@ class Entry:
     size: int
     created: float
     artifacts: tuple[str, ...]
+    schema: int | None = SCHEMA_VERSION  # entries of another schema are never read (their keys are not asked)
+
+    @property
+    def stale(self) -> bool:
+        return self.schema != SCHEMA_VERSION
+
+    def describe(self) -> str:
+        """One line saying what the entry holds (for listings)."""
+        c = self.config
+        if self.kind == "finetune":
+            return f"{'+'.join(c.get('tasks', []))} on {'+'.join(c.get('train_langs', []))} ({c.get('setting', '?')})"
+        parts = [f"{c.get('task')}/{c.get('lang')}"] if c.get("task") else []
+        parts += [str(c[k]) for k in ("method", "strategy") if c.get(k)]
+        if self.kind == "eval" and c.get("mask"):
+            parts.append(f"{sum(v == 0 for row in c['mask'] for v in row)} heads masked")
+        return " ".join(parts)
 
 
 class Store:
@@ -179,7 +195,8 @@ class Store:
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
                 size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-                out.append(Entry(k, path.name, path, cfg, size, meta.get("created", 0.0), names))
+                out.append(Entry(k, path.name, path, cfg, size, meta.get("created", 0.0), names,
+                                 meta.get("schema")))
         return sorted(out, key=lambda e: e.created, reverse=True)
 
     def find(self, key_prefix: str) -> Entry:

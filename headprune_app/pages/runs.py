@@ -13,19 +13,6 @@ sel: S.Selection = cached.selection()
 ss = st.session_state
 
 
-def describe(e) -> str:
-    c = e.config
-    if e.kind == "finetune":
-        return f"{'+'.join(c['tasks'])} on {'+'.join(c['train_langs'])} ({c['setting']})"
-    parts = [f"{c.get('task')}/{c.get('lang')}"]
-    for k in ("method", "strategy"):
-        if c.get(k):
-            parts.append(str(c[k]))
-    if e.kind == "eval" and c.get("mask"):
-        parts.append(f"{sum(v == 0 for row in c['mask'] for v in row)} heads masked")
-    return " ".join(parts)
-
-
 st.title("Runs")
 entries = cached.entries()
 st.caption(f"Cache folder `{cached.root()}`: {len(entries)} entries, "
@@ -36,11 +23,12 @@ shown = [e for e in entries if e.kind in shown_kinds]
 if not entries:
     st.info("The cache holds no results yet: launch a study below, or use the Overview page's button.")
 else:
-    st.dataframe(pd.DataFrame([{"kind": e.kind, "what": describe(e), "key": e.key[:12],
+    st.dataframe(pd.DataFrame([{"kind": e.kind, "what": e.describe(), "key": e.key[:12],
                                 "size (MB)": round(e.size / 1e6, 3),
+                                "stale": "older headprune: never read" if e.stale else "",
                                 "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(e.created))}
                                for e in shown]), hide_index=True, height=min(420, 36 + 35 * len(shown)))
-    labels = {f"{e.kind} {e.key[:12]} {describe(e)}": e for e in shown}
+    labels = {f"{e.kind} {e.key[:12]} {e.describe()}": e for e in shown}
     with st.expander("Configuration of an entry"):
         pick = st.selectbox("Entry", list(labels), key="show_entry")
         if pick:

@@ -206,7 +206,9 @@ def test_list_find_delete(tmp_path):
     store.put(SC, {"scores": np.zeros(3)})
     [entry] = store.entries()
     assert entry.kind == "score" and entry.size > 0 and store.find(entry.key[:6]).key == SC.key()
-    assert entry.artifacts == ("scores.npy",)
+    assert entry.artifacts == ("scores.npy",) and not entry.stale and entry.describe() == "pos/de gate_grad"
+    _damage(entry.path, "old_schema")  # listed (so 'rm' can free its space), marked stale
+    assert [e.stale for e in store.entries()] == [True]
     with pytest.raises(KeyError, match="0 cache entries"):
         store.find("zzzz")
     assert store.delete(entry) and store.entries() == [] and not store.path_for(SC).exists()
