@@ -28,7 +28,18 @@ class PrepareAll:
 
 
 def prepare_all(*, force: bool = False, only: str | None = None, progress: bool = True) -> PrepareAll:
-    """Prepare the embedded models (me5-small, minilm-l6-en) and the embedded corpora under cache/."""
+    """Prepare the embedded models (me5-small, minilm-l6-en) and the embedded corpora under cache/.
+
+    One process at a time (a file lock): a second one waits, then finds everything prepared.
+    """
+    from headprune_core.files import key_lock
+    from headprune_core.store import cache_root
+
+    with key_lock(cache_root() / ".prepare.lock"):
+        return _prepare_all(force=force, only=only, progress=progress)
+
+
+def _prepare_all(*, force: bool, only: str | None, progress: bool) -> PrepareAll:
     from headprune_core import models
     from headprune_core.data import prepare_corpora
 
