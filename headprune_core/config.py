@@ -191,6 +191,18 @@ class FinetuneConfig(RunConfig):
                  f"pruned heads must be (layer, head) pairs of non-negative integers, got {self.pruned!r}")
 
 
+FIXED_BY_RUN = ("model", "tasks", "train_langs", "setting", "model_fp", "data_fp", "pruned")
+"""FinetuneConfig fields a plan's ``train`` options may not set: the plan or the study decides them."""
+
+
+def check_train_options(train, where: str) -> None:
+    """Raise if ``train`` (a plan's fine-tuning options) is not a dict of FinetuneConfig fields a plan may set."""
+    _require(isinstance(train, dict), f"{where}: train must be an object of fine-tuning options, got {train!r}")
+    allowed = sorted(set(FinetuneConfig.__dataclass_fields__) - set(FIXED_BY_RUN))
+    unknown = sorted(set(train) - set(allowed))
+    _require(not unknown, f"{where}: train options {unknown} are not fine-tuning options; known: {allowed}")
+
+
 def _positive(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and value == value
 

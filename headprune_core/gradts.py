@@ -24,7 +24,7 @@ from typing import Callable, Literal, get_args
 import numpy as np
 
 from headprune_core.affinity import correlation_matrix, gradts_map, rank_auxiliary, select_threshold, select_trial
-from headprune_core.config import EvalConfig, FinetuneConfig, GradTSConfig, ScoreConfig
+from headprune_core.config import EvalConfig, FinetuneConfig, GradTSConfig, ScoreConfig, check_train_options
 from headprune_core.study import Study, split_unit
 
 GradTSMethod = Literal["kv_grad", "gate_grad"]
@@ -78,10 +78,7 @@ class GradTSPlan:
     def __post_init__(self):
         if self.method not in GRADTS_METHODS:
             raise ValueError(f"unknown GradTS method {self.method!r}; known: {', '.join(GRADTS_METHODS)}")
-        fixed = {"model", "tasks", "train_langs", "setting", "model_fp", "data_fp", "pruned"}
-        unknown = (set(self.train) - set(FinetuneConfig.__dataclass_fields__)) | (set(self.train) & fixed)
-        if unknown:
-            raise ValueError(f"plan {self.name!r}: train options {sorted(unknown)} are not fine-tuning overrides")
+        check_train_options(self.train, f"plan {self.name!r}")
 
     @classmethod
     def from_dict(cls, data: dict, *, where: str = "GradTS plan") -> "GradTSPlan":

@@ -21,7 +21,7 @@ import torch
 
 from headprune_core.classifier import HeadedEncoder, TaskHead
 from headprune_core.config import (METHODS, SETTINGS, STRATEGIES, CurveConfig, EvalConfig, FinetuneConfig,
-                                   RefinetuneConfig, RunConfig, ScoreConfig, canonical_json)
+                                   RefinetuneConfig, RunConfig, ScoreConfig, canonical_json, check_train_options)
 from headprune_core.evaluate import curve, default_steps, evaluate, strategy_mask
 from headprune_core.files import check_name, read_json
 from headprune_core.heads import head_shape, prune_heads
@@ -442,13 +442,7 @@ class StudyPlan:
         if not isinstance(self.random_seeds, tuple) or not self.random_seeds or \
                 not all(isinstance(v, int) and not isinstance(v, bool) for v in self.random_seeds):
             raise ValueError(f"{where}: random_seeds must be a non-empty list of integers, got {self.random_seeds!r}")
-        if not isinstance(self.train, dict):
-            raise ValueError(f"{where}: train must be an object of fine-tuning options, got {self.train!r}")
-        fixed = {"model", "tasks", "train_langs", "setting", "model_fp", "data_fp", "pruned"}
-        unknown = sorted((set(self.train) - set(FinetuneConfig.__dataclass_fields__)) | (set(self.train) & fixed))
-        if unknown:
-            raise ValueError(f"{where}: train options {unknown} are not fine-tuning options; known: "
-                             f"{sorted(set(FinetuneConfig.__dataclass_fields__) - fixed)}")
+        check_train_options(self.train, where)
         FinetuneConfig(model=self.model, tasks=self.tasks, train_langs=self.source_langs, **self.train)
 
     @classmethod

@@ -229,7 +229,7 @@ def test_units_plans_and_random_sets():
     assert random_size([], []) == 1 and random_size(["a"], []) == 1 and random_size(["a"], ["b", "c"]) == 2
     with pytest.raises(ValueError, match="unknown GradTS method"):
         GradTSPlan(name="x", description="", units=("pos/en",), primaries=(), method="taylor")
-    with pytest.raises(ValueError, match="not fine-tuning overrides"):
+    with pytest.raises(ValueError, match="not fine-tuning options"):
         GradTSPlan(name="x", description="", units=("pos/en",), primaries=(), train={"tasks": ("a",)})
     demo = GRADTS_PRESETS["gradts-demo"]
     assert len(demo.units) >= 8 and len(demo.primaries) == 2 and "Subsampled" in demo.note
