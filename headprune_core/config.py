@@ -34,6 +34,11 @@ DESCRIBES = {"key": False}
 change the result (the model's name next to its fingerprint; the setting next to the training languages)."""
 
 
+OMIT_DEFAULT = {"omit_default": True}
+"""Field metadata: hashed only when it differs from its default, so adding an option later keeps every key
+computed before it existed (the option's default is what those runs did)."""
+
+
 def canonical_json(data: Any) -> str:
     """Key-sorted compact JSON: equal configurations give equal strings."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -90,6 +95,8 @@ class RunConfig:
             if f.metadata.get("key", True) is False:
                 continue
             value = getattr(self, f.name)
+            if f.metadata.get("omit_default") and value == f.default:
+                continue
             out[f.name] = value.keyed() if isinstance(value, RunConfig) else _canon(value)
         return out
 
@@ -172,6 +179,8 @@ class FinetuneConfig(RunConfig):
     sampling: str = "proportional"
     seed: int = 13
     pruned: tuple[tuple[int, int], ...] = ()  # (layer, head) removed before fine-tuning (re-fine-tuning)
+    # the model is a fine-tuned checkpoint whose classifier is used as is (nothing is trained)
+    from_checkpoint: bool = dataclasses.field(default=False, metadata=OMIT_DEFAULT)
     model_fp: str = ""
     data_fp: str = ""
 
@@ -191,7 +200,7 @@ class FinetuneConfig(RunConfig):
                  f"pruned heads must be (layer, head) pairs of non-negative integers, got {self.pruned!r}")
 
 
-FIXED_BY_RUN = ("model", "tasks", "train_langs", "setting", "model_fp", "data_fp", "pruned")
+FIXED_BY_RUN = ("model", "tasks", "train_langs", "setting", "model_fp", "data_fp", "pruned", "from_checkpoint")
 """FinetuneConfig fields a plan's ``train`` options may not set: the plan or the study decides them."""
 
 

@@ -19,6 +19,7 @@ import hashlib
 import time
 import zlib
 from dataclasses import MISSING, asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Callable, Literal, get_args
 
 import numpy as np
@@ -36,12 +37,16 @@ OnJob = Callable[[str, bool], None]
 """on_job(what, cached): called before each cached computation (for progress bars)."""
 
 
-def normalize_unit(unit: str) -> str:
-    """``"pos/en"`` stays; a bare task with one language gets it (``"polarity-en"`` -> ``"polarity-en/en"``)."""
+def normalize_unit(unit: str, sources=()) -> str:
+    """``"pos/en"`` stays; a bare task with one language gets it (``"polarity-en"`` -> ``"polarity-en/en"``).
+
+    The task must be built-in or registered, unless ``sources`` (keys of a plan's data sources) names it."""
     from headprune_core.data import get_task
     task, lang = split_unit(unit)
-    info = get_task(task)
+    if lang is not None and not any(k in (task, f"{task}/{lang}") for k in sources):
+        get_task(task)
     if lang is None:
+        info = get_task(task)
         if len(info.languages) != 1 or info.languages[0] == "*":
             raise ValueError(f"say which language of {task!r} to use, e.g. '{task}/{info.languages[0]}'; "
                              f"it has: {', '.join(info.languages)}")
@@ -54,10 +59,10 @@ class GradTSPlan:
     """What a GradTS validation computes (a preset, or a JSON file of these fields).
 
     ``train`` holds fine-tuning overrides (``max_train_sentences``, ``epochs``, ``lr``, ``sampling`` ...),
-    the same for single- and multi-task runs. ``sources`` maps a task to ``load_task`` options for data that
-    is not embedded, e.g. ``{"sst2": {"source": "hub"}}`` or a local copy laid out like the Hub
-    (``{"source": "hub", "data_files": {...}}``). ``note`` says how the plan was cut down; it is shown with
-    the results.
+    the same for single- and multi-task runs. ``sources`` maps a task (or ``task/lang``) to a data reference
+    (:mod:`headprune_core.data.refs`) for data that is not embedded, e.g. ``{"sst2": "hub"}``, a local copy
+    laid out like the Hub (``{"rte": "hub:/data/glue-copy:rte"}``) or files (``{"pos/sw": "sw.conllu"}``).
+    ``note`` says how the plan was cut down; it is shown with the results.
     """
 
     name: str
@@ -79,6 +84,8 @@ class GradTSPlan:
         if self.method not in GRADTS_METHODS:
             raise ValueError(f"unknown GradTS method {self.method!r}; known: {', '.join(GRADTS_METHODS)}")
         check_train_options(self.train, f"plan {self.name!r}")
+        from headprune_core.data.refs import parse_sources
+        parse_sources(self.sources, where=f"plan {self.name!r}")
 
     @classmethod
     def from_dict(cls, data: dict, *, where: str = "GradTS plan") -> "GradTSPlan":
@@ -99,8 +106,14 @@ class GradTSPlan:
 
     @classmethod
     def from_file(cls, path) -> "GradTSPlan":
+        """A plan from JSON; relative local data files are relative to the plan file's folder."""
+        from headprune_core.data.refs import parse_sources
         from headprune_core.files import read_json
-        return cls.from_dict(read_json(path, "GradTS plan (JSON)"), where=str(path))
+        data = read_json(path, "GradTS plan (JSON)")
+        if isinstance(data, dict) and isinstance(data.get("sources"), dict):
+            refs = parse_sources(data["sources"], where=str(path), base=Path(path).resolve().parent)
+            data = {**data, "sources": {k: v.to_json() for k, v in refs.items()}}
+        return cls.from_dict(data, where=str(path))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -151,7 +164,7 @@ GRADTS_PRESETS: dict[str, GradTSPlan] = {
                     "like gradts-demo.",
         units=("cola/en", "sst2/en", "mrpc/en", "qqp/en", "mnli/en", "qnli/en", "rte/en", "wnli/en"),
         primaries=("rte/en", "mrpc/en"),
-        sources={t: {"source": "hub"} for t in ("cola", "sst2", "mrpc", "qqp", "mnli", "qnli", "rte", "wnli")},
+        sources={t: "hub" for t in ("cola", "sst2", "mrpc", "qqp", "mnli", "qnli", "rte", "wnli")},
         train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=3,
         note=DEMO_NOTE,
     ),
@@ -162,17 +175,6 @@ def get_gradts_preset(name: str) -> GradTSPlan:
     if name not in GRADTS_PRESETS:
         raise ValueError(f"unknown GradTS preset {name!r}; known: {', '.join(GRADTS_PRESETS)}")
     return GRADTS_PRESETS[name]
-
-
-def use_source(study: Study, task: str, lang: str, **load_kw) -> None:
-    """Make ``study`` read ``task/lang`` from another source (Hub, local files) instead of the embedded one.
-
-    Study loads data lazily through ``load_task(task, lang)`` and keeps what it loaded; priming that memo is
-    how a plan's ``sources`` reach every fine-tune, score and evaluation (and the data fingerprints).
-    """
-    from headprune_core.data import load_task
-    if (task, lang) not in study._data:
-        study._data[(task, lang)] = load_task(task, lang, **load_kw)
 
 
 def random_sets(candidates: list[str], k: int, seeds: tuple[int, ...], *, primary: str) -> list[list[str]]:
@@ -203,18 +205,15 @@ class GradTS:
     """GradTS for one plan on one :class:`Study` (the study's store caches every part)."""
 
     def __init__(self, study: Study, plan: GradTSPlan, *, on_job: OnJob | None = None):
-        self.study = study
+        # the plan's data sources go to a Study of its own: the caller's Study (shared by the app) is untouched
+        self.study = study.with_sources(plan.sources) if plan.sources else study
         self.plan = plan
         self.on_job = on_job
-        self.units = tuple(normalize_unit(u) for u in plan.units)
-        self.primaries = tuple(normalize_unit(u) for u in plan.primaries)
+        self.units = tuple(normalize_unit(u, plan.sources) for u in plan.units)
+        self.primaries = tuple(normalize_unit(u, plan.sources) for u in plan.primaries)
         missing = [p for p in self.primaries if p not in self.units]
         if missing:
             raise ValueError(f"primary units must be among the plan's units; not found: {', '.join(missing)}")
-        for task, options in plan.sources.items():
-            for unit in self.units:
-                if split_unit(unit)[0] == task:
-                    use_source(study, task, split_unit(unit)[1], **options)
 
     # --- configurations ------------------------------------------------------------------------------------
     def finetune_config(self, units: tuple[str, ...] | list[str]) -> FinetuneConfig:

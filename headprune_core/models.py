@@ -418,6 +418,60 @@ def config_head_shape(model_id: str) -> tuple[int, int]:
     return layers, heads
 
 
+CLASSIFIER_KEYS = ("classifier.weight", "classifier.bias")
+"""The token-classification head of BERT, RoBERTa, XLM-R, DistilBERT and ELECTRA checkpoints: dropout, then
+one linear layer on every sub-word state (what :class:`~headprune_core.classifier.HeadedEncoder` computes)."""
+
+
+def checkpoint_classifier(model_id: str) -> dict:
+    """The classifier of a fine-tuned token-classification checkpoint: ``{"labels", "weights"}``.
+
+    The labels come from ``config.json`` (``id2label``, in index order); the weights are ``classifier.weight``
+    (labels, hidden) and ``classifier.bias`` from its safetensors file. A checkpoint of another head (sequence
+    classification, masked LM) or without label names fails saying so.
+    """
+    import torch
+    from safetensors import safe_open
+
+    source, src = resolve(model_id)
+    if source == "hub":
+        from huggingface_hub import hf_hub_download
+        try:
+            config_path = Path(hf_hub_download(model_id, "config.json"))
+            weights_path = Path(hf_hub_download(model_id, "model.safetensors"))
+        except Exception as err:
+            raise _load_error(model_id, source, err) from err
+    else:
+        config_path, weights_path = Path(src) / "config.json", Path(src) / "model.safetensors"
+    from headprune_core.files import read_json
+    config = read_json(config_path, "model config")
+    archs = config.get("architectures") or []
+    if archs and not any(a.endswith("ForTokenClassification") for a in archs):
+        raise ModelLoadError(f"{model_id} is a {', '.join(archs)} checkpoint; --finetuned takes a fine-tuned "
+                             "token-classification checkpoint (…ForTokenClassification); sentence classifiers "
+                             "pool differently from headprune's mean pooling: fine-tune them with --model")
+    id2label = config.get("id2label") or {}
+    try:
+        labels = [str(id2label[str(i)]) for i in range(len(id2label))]
+    except KeyError:
+        raise ModelLoadError(f"{config_path}: id2label is not indexed 0..{len(id2label) - 1}") from None
+    if not labels:
+        raise ModelLoadError(f"{config_path}: no id2label: the checkpoint does not say its label names")
+    if not weights_path.is_file():
+        raise ModelLoadError(f"{model_id}: no model.safetensors (only safetensors checkpoints are read; "
+                             "pickled .bin files are not loaded)")
+    with safe_open(str(weights_path), framework="pt") as f:
+        keys = set(f.keys())
+        missing = [k for k in CLASSIFIER_KEYS if k not in keys]
+        if missing:
+            raise ModelLoadError(f"{weights_path}: no token-classification head ({', '.join(missing)} missing)")
+        weights = {k.split(".", 1)[1]: f.get_tensor(k).to(torch.float32) for k in CLASSIFIER_KEYS}
+    if weights["weight"].shape[0] != len(labels):
+        raise ModelLoadError(f"{model_id}: the classifier has {weights['weight'].shape[0]} outputs but "
+                             f"id2label names {len(labels)} labels")
+    return {"labels": tuple(labels), "weights": weights}
+
+
 def resolve(model_id: str) -> tuple[str, str]:
     """(source, what to pass to from_pretrained): source is "embedded", "local" or "hub"."""
     if model_id in EMBEDDED:

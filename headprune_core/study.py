@@ -55,13 +55,30 @@ class Study:
     """
 
     def __init__(self, model_id: str = "me5-small", *, store: Store | None = None, device: str = "auto",
-                 progress: bool = True, on_progress: Progress | None = None):
+                 progress: bool = True, on_progress: Progress | None = None, sources=None,
+                 finetuned: bool = False):
+        """
+        Args:
+            model_id: embedded name, local folder or Hub id of the encoder.
+            sources: where each task's data comes from: ``{"task" or "task/lang": data reference}`` (see
+                :mod:`headprune_core.data.refs`; e.g. ``{"ner": "hub:wikiann", "pos/sw": "sw.conllu"}``);
+                everything else reads the embedded or registered corpora.
+            finetuned: ``model_id`` is a fine-tuned token-classification checkpoint: its classifier is used as
+                is (no fine-tuning), and the data's labels are mapped onto the checkpoint's label names.
+        """
+        from headprune_core.data.refs import parse_sources
         self.model_id = model_id
         self.store = store or Store()
         self.device = device
         self.progress = progress
         self.on_progress = on_progress
+        self.sources = parse_sources(sources)
+        self.checkpoint = None
+        if finetuned:
+            from headprune_core.models import checkpoint_classifier
+            self.checkpoint = checkpoint_classifier(model_id)
         self._loaded = None
+        self._base: Study | None = None  # a Study this one shares its loaded model with (with_sources)
         self._data: dict[tuple[str, str], Any] = {}
         self._rows: dict[tuple[str, str, str], list[bytes]] = {}
         self._tokenized: dict[tuple[str, str, str, int], tuple[Any, dict]] = {}
@@ -74,8 +91,11 @@ class Study:
     def loaded(self):
         """The base encoder and tokenizer (loaded once)."""
         if self._loaded is None:
-            from headprune_core.models import load_model
-            self._loaded = load_model(self.model_id, device=self.device)
+            if self._base is not None:
+                self._loaded = self._base.loaded
+            else:
+                from headprune_core.models import load_model
+                self._loaded = load_model(self.model_id, device=self.device)
         return self._loaded
 
     @property
@@ -94,11 +114,30 @@ class Study:
             self._shape = config_head_shape(self.model_id)
         return self._shape
 
+    def with_sources(self, sources) -> "Study":
+        """A Study of the same model and store reading ``sources`` on top of this one's (shares the loaded
+        model and its fingerprints, never this Study's data)."""
+        from headprune_core.data.refs import parse_sources
+        other = Study(self.model_id, store=self.store, device=self.device, progress=self.progress,
+                      on_progress=self.on_progress)
+        other.sources = {**self.sources, **parse_sources(sources)}
+        other.checkpoint = self.checkpoint
+        other._loaded, other._model_fp, other._shape = self._loaded, self._model_fp, self._shape
+        if self._loaded is None:  # load once for both
+            other._base = self
+        return other
+
+    def source_for(self, task: str, lang: str):
+        """The data reference of ``task`` in ``lang``: ``task/lang``, then ``task``, then the embedded corpus."""
+        from headprune_core.data.refs import EMBEDDED
+        return self.sources.get(f"{task}/{lang}") or self.sources.get(task) or EMBEDDED
+
     def data(self, task: str, lang: str):
-        """The task's ``TaskData`` for one language (splits, labels, kind)."""
-        from headprune_core.data import load_task
+        """The task's ``TaskData`` for one language (splits, labels, kind), from :meth:`source_for`."""
+        from headprune_core.data.refs import load_ref
         if (task, lang) not in self._data:
-            self._data[(task, lang)] = load_task(task, lang)
+            labels = list(self.checkpoint["labels"]) if self.checkpoint else None
+            self._data[(task, lang)] = load_ref(self.source_for(task, lang), task, lang, labels=labels)
         return self._data[(task, lang)]
 
     def split_size(self, task: str, lang: str, split: str) -> int:
@@ -152,6 +191,8 @@ class Study:
         """
         tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
         train_langs = (train_langs,) if isinstance(train_langs, str) else tuple(train_langs)
+        if self.checkpoint is not None:
+            return self._checkpoint_config(tasks, train_langs, setting, overrides)
         ft = FinetuneConfig(model=self.model_id, tasks=tasks, train_langs=train_langs, setting=setting,
                             **overrides)
         units = train_units(ft)
@@ -160,6 +201,20 @@ class Study:
         fps = "|".join(self.read_fp(task, lang, "train", cap, seed=ft.seed) for task, lang in units)
         return ft.replace(max_train_sentences=cap, model_fp=self.model_fp,
                           data_fp=hashlib.sha256(fps.encode()).hexdigest()[:16])
+
+    def _checkpoint_config(self, tasks, train_langs, setting, overrides) -> FinetuneConfig:
+        """The "fine-tuning" of a fine-tuned checkpoint: nothing is trained, its classifier is used as is.
+
+        Training options cannot change anything, so they keep their defaults (one key per checkpoint and task);
+        only ``max_length`` (how evaluation and scoring cut sentences) is kept."""
+        if len(tasks) != 1:
+            raise ValueError(f"a fine-tuned checkpoint has one classifier; got tasks {', '.join(tasks)}")
+        labels = canonical_json(list(self.checkpoint["labels"]))
+        keep = {k: v for k, v in overrides.items() if k == "max_length"}
+        return FinetuneConfig(model=self.model_id, tasks=tasks, train_langs=train_langs, setting=setting,
+                              from_checkpoint=True, max_train_sentences=None, model_fp=self.model_fp,
+                              data_fp=hashlib.sha256(f"checkpoint labels {labels}".encode()).hexdigest()[:16],
+                              **keep)
 
     def _read(self, ft: FinetuneConfig, task: str, lang: str, split: str, max_sentences: int | None,
               max_length: int | None) -> dict:
@@ -223,7 +278,11 @@ class Study:
         if key not in self._models:
             result = self.store.get_or_compute(ft, lambda: self._train(ft))
             model = self._build(ft)
-            load_trained(model, result["weights"])
+            if ft.from_checkpoint:
+                model.heads.load_state_dict({k.removeprefix("heads."): v for k, v in result["weights"].items()})
+                model.eval()
+            else:
+                load_trained(model, result["weights"])
             self._models = {key: model, **dict(list(self._models.items())[:1])}  # keep the 2 newest
         return self._models[key]
 
@@ -236,6 +295,12 @@ class Study:
         encoder = copy.deepcopy(self.loaded.encoder)
         heads = {}
         for unit in ft.tasks:
+            if ft.from_checkpoint:
+                if self.checkpoint is None:
+                    raise ValueError(f"{ft.model} was not opened as a fine-tuned checkpoint (Study(..., "
+                                     "finetuned=True), --finetuned)")
+                heads[unit] = TaskHead("token", tuple(self.checkpoint["labels"]))
+                continue
             d = self.data(*split_unit(unit, ft.train_langs[0]))
             heads[unit] = TaskHead(d.kind, tuple(d.labels))
         torch.manual_seed(ft.seed)
@@ -249,6 +314,12 @@ class Study:
 
     def _train(self, ft: FinetuneConfig) -> dict:
         from datasets import concatenate_datasets
+        if ft.from_checkpoint:
+            from headprune_core.store import Weights
+            weights = Weights({f"heads.{ft.tasks[0]}.{k}": v for k, v in self.checkpoint["weights"].items()})
+            return {"weights": weights, "log": {"checkpoint": self.model_id, "steps": 0, "seconds": 0.0,
+                                                "labels": list(self.checkpoint["labels"]),
+                                                "note": "classifier of the fine-tuned checkpoint, used as is"}}
         model = self._build(ft)
         parts: dict[str, list] = {unit: [] for unit in ft.tasks}
         stats = {}
@@ -419,6 +490,9 @@ class StudyPlan:
     score_sentences: int = 300
     eval_sentences: int = 300
     train: dict = field(default_factory=lambda: {"max_train_sentences": 2000, "epochs": 2.0})
+    # where the data comes from: {"task" or "task/lang": data reference}; the rest is embedded/registered
+    sources: dict = field(default_factory=dict)
+    finetuned: bool = False  # model is a fine-tuned token-classification checkpoint (its classifier as is)
 
     def __post_init__(self):
         check_name(self.name, "plan name")
@@ -427,9 +501,14 @@ class StudyPlan:
             value = getattr(self, name)
             if not isinstance(value, tuple) or not value or not all(isinstance(v, str) for v in value):
                 raise ValueError(f"{where}: {name} must be a non-empty list of names, got {value!r}")
-        from headprune_core.data import get_task
+        from headprune_core.data.refs import parse_sources
+        refs = parse_sources(self.sources, where=where)
         for task in self.tasks:
-            get_task(task)
+            if not any(k == task or k.startswith(f"{task}/") for k in refs):
+                from headprune_core.data import get_task
+                get_task(task)  # no source named: it must be a built-in or registered task
+        if not isinstance(self.finetuned, bool):
+            raise ValueError(f"{where}: finetuned must be true or false, got {self.finetuned!r}")
         for setting in self.settings:
             _plan_choice(setting, SETTINGS, "setting", where)
         for strategy in self.strategies:
@@ -466,8 +545,28 @@ class StudyPlan:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "StudyPlan":
-        """A plan from a JSON file (the fields of this class)."""
-        return cls.from_dict(read_json(path, "study plan (JSON)"), where=str(path))
+        """A plan from a JSON file (the fields of this class); relative local data files in ``sources`` are
+        relative to the plan file's folder."""
+        from headprune_core.data.refs import parse_sources
+        data = read_json(path, "study plan (JSON)")
+        if isinstance(data, dict) and isinstance(data.get("sources"), dict):
+            refs = parse_sources(data["sources"], where=str(path), base=Path(path).resolve().parent)
+            data = {**data, "sources": {k: v.to_json() for k, v in refs.items()}}
+        return cls.from_dict(data, where=str(path))
+
+    def task_langs(self, task: str) -> tuple[str, ...]:
+        """The plan's languages that ``task`` has (all of them for a task read from a named source)."""
+        from headprune_core.data.registry import all_tasks
+        info = all_tasks().get(task)
+        if info is None or "*" in info.languages or any(k == task or k.startswith(f"{task}/")
+                                                          for k in self.sources):
+            return self.langs
+        return tuple(lang for lang in self.langs if lang in info.languages)
+
+    def study(self, *, store: Store | None = None, device: str = "auto", progress: bool = True) -> "Study":
+        """A :class:`Study` of this plan's model reading its data sources."""
+        return Study(self.model, store=store, device=device, progress=progress, sources=self.sources,
+                     finetuned=self.finetuned)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -522,8 +621,7 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
     jobs: list[Job] = []
     for setting in plan.settings:
         for task in plan.tasks:
-            from headprune_core.data import get_task
-            langs = [lang for lang in plan.langs if lang in get_task(task).languages]
+            langs = list(plan.task_langs(task))
             train_langs = plan.source_langs if setting == "cross" else tuple(langs)
             ft = study.finetune_config(task, train_langs, setting=setting, **plan.train)
             jobs.append(Job(f"fine-tune {task} ({setting}, {'+'.join(ft.train_langs)})", ft,

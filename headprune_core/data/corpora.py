@@ -387,11 +387,14 @@ def is_prepared(task: str, lang: str) -> bool:
     return meta.get("format") == CORPUS_FORMAT and all((folder / f"{s}.jsonl").is_file() for s in SPLITS)
 
 
-def _write(out: _Output) -> Path:
-    """Write one (task, lang) folder atomically: temp folder, then rename over any old one."""
-    final = corpus_dir(out.task, out.lang)
-    with atomic_dir(final) as tmp:
-        idx = split_indices(len(out.records))
+def _write(out: _Output, final: Path | None = None, *, replace: bool = True,
+           splits: dict[str, list[int]] | None = None) -> Path:
+    """Write one (task, lang) folder atomically: temp folder, then rename over any old one (``replace``).
+
+    ``splits`` gives the record indices of each split (default: the seeded 80/10/10 split)."""
+    final = final or corpus_dir(out.task, out.lang)
+    with atomic_dir(final, replace=replace) as tmp:
+        idx = splits or split_indices(len(out.records))
         counts, tokens, label_counts = {}, {}, {s: Counter() for s in SPLITS}
         for split, ids in idx.items():
             with open(tmp / f"{split}.jsonl", "w", encoding="utf-8") as f:
@@ -408,7 +411,8 @@ def _write(out: _Output) -> Path:
         meta = {"format": CORPUS_FORMAT, "task": out.task, "lang": out.lang, **out.meta, "counts": counts,
                 "label_counts": {s: dict(sorted(c.items())) for s, c in label_counts.items()},
                 "split": {"seed": SPLIT_SEED, "ratios": list(SPLIT_RATIOS),
-                          "method": "numpy default_rng(seed).permutation; validation/test round(0.1 n) each"},
+                          "method": "numpy default_rng(seed).permutation; validation/test round(0.1 n) each"}
+                if splits is None else {"method": "as given"},
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         if tokens:
             meta["tokens"] = tokens

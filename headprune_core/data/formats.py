@@ -1,4 +1,4 @@
-"""Readers for the local file formats: CoNLL, CoNLL-U, JSONL and CSV.
+"""Readers for the local file formats: CoNLL, CoNLL-U, JSONL, CSV and parquet.
 
 Each reader returns plain records that remember where they came from, so that any later error (a malformed
 line, a tag missing from the label list) names the file and line: ``data.conll:17: expected ...``.
@@ -9,7 +9,9 @@ lines skipped. CoNLL-U: comments skipped, empty nodes (``1.1``) skipped, multi-w
 one surface word carrying the tag of their first part (``du`` = ``de`` + ``le`` -> ADP), so the words are what a
 reader sees and what a tokenizer is given. JSONL: ``{"tokens": [...], "tags": [...]}`` or
 ``{"text": ..., "label": ..., "text_pair": ...}``. CSV: two columns ``label,text`` (a header row naming
-``label`` and ``text`` may give another order), UTF-8 with or without a BOM.
+``label`` and ``text`` may give another order), UTF-8 with or without a BOM. Parquet (and JSONL or CSV with
+other column names): a table whose columns are found by name (``tokens``/``words`` + ``tags``/``ner_tags``/
+``upos``...; ``text``/``sentence`` + ``label``) or given with ``columns=("words", "tags")``.
 
 >>> # sents = read_conll("train.conll"); sents[0].tokens, sents[0].tags
 """
@@ -24,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Literal
 
-FileFormat = Literal["conll", "conllu", "jsonl", "csv"]
-FORMATS: tuple[str, ...] = ("conll", "conllu", "jsonl", "csv")
+FileFormat = Literal["conll", "conllu", "jsonl", "csv", "parquet"]
+FORMATS: tuple[str, ...] = ("conll", "conllu", "jsonl", "csv", "parquet")
 _SUFFIXES = {".conll": "conll", ".txt": "conll", ".iob": "conll", ".bio": "conll", ".tsv": "conll",
-             ".conllu": "conllu", ".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv"}
+             ".conllu": "conllu", ".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 _CONLLU_ID = re.compile(r"^(\d+)(?:-(\d+)|\.(\d+))?$")
 
 
@@ -269,11 +271,18 @@ def read_csv(path: str | Path, *, order: tuple[str, str] = ("label", "text")) ->
     return out
 
 
-def read_file(path: str | Path, fmt: FileFormat | None = None, **kw) -> list:
-    """Dispatch on ``fmt`` (default: guessed from the suffix)."""
+def read_file(path: str | Path, fmt: FileFormat | None = None, *, columns: tuple[str, ...] = (), **kw) -> list:
+    """Dispatch on ``fmt`` (default: guessed from the suffix); ``columns`` names a table's columns (parquet,
+    JSONL, CSV with a header): ``(words, tags)``, ``(text, label)`` or ``(text, text_pair, label)``."""
     fmt = fmt or guess_format(path)
     if not Path(path).is_file():
         raise FileNotFoundError(f"no such file: {path}")
+    if fmt == "parquet":
+        return read_parquet(path, columns=columns)
+    if columns and fmt in ("jsonl", "csv"):
+        return records_from_rows(_table_rows(path, fmt), columns=columns, path=str(path))
+    if columns:
+        raise ValueError(f"{path}: columns= applies to parquet, JSONL and CSV tables, not to {fmt} files")
     if fmt == "conll":
         return read_conll(path)
     if fmt == "conllu":
@@ -283,3 +292,114 @@ def read_file(path: str | Path, fmt: FileFormat | None = None, **kw) -> list:
     if fmt == "csv":
         return read_csv(path, **kw)
     raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+
+
+# --- tables (parquet, Hub rows, JSONL/CSV with other column names) ---------------------------------------------
+
+WORD_COLUMNS = ("tokens", "words", "token", "form", "forms")
+TAG_COLUMNS = ("tags", "ner_tags", "pos_tags", "upos", "xpos", "labels", "label", "ner", "pos", "chunk_tags")
+TEXT_COLUMNS = ("text", "sentence", "sentence1", "premise", "question1", "question", "content", "review")
+PAIR_COLUMNS = {"sentence1": "sentence2", "premise": "hypothesis", "question1": "question2", "question": "sentence"}
+LABEL_COLUMNS = ("label", "labels", "category", "class", "target")
+
+
+def find_columns(names: list[str], first_row: dict | None = None) -> tuple[str, ...]:
+    """Which columns hold the words and tags (token task) or text[, pair] and label (sentence task).
+
+    Token columns hold lists; a table with a list-of-strings column among ``WORD_COLUMNS`` is a token task.
+    Raises ``ValueError`` listing the columns when nothing fits (then pass ``columns=`` / ``--columns``).
+    """
+    row = first_row or {}
+    words = next((c for c in WORD_COLUMNS if c in names and isinstance(row.get(c, []), list)), None)
+    if words is not None:
+        tags = next((c for c in TAG_COLUMNS if c in names and c != words and isinstance(row.get(c, []), list)),
+                    None)
+        if tags is not None:
+            return words, tags
+    text = next((c for c in TEXT_COLUMNS if c in names and isinstance(row.get(c, ""), str)), None)
+    label = next((c for c in LABEL_COLUMNS if c in names), None)
+    if text is not None and label is not None:
+        pair = PAIR_COLUMNS.get(text)
+        return (text, pair, label) if pair in names else (text, label)
+    raise ValueError(f"cannot tell which columns hold the words and tags (or the text and label) among "
+                     f"{', '.join(names)}; name them, e.g. columns=('tokens', 'ner_tags') or --columns text,label")
+
+
+def records_from_rows(rows: list[dict], *, columns: tuple[str, ...] = (), path: str = "",
+                      names: dict[str, list[str]] | None = None, line_offset: int = 1) -> list:
+    """Rows of a table -> token or sentence records (``where()`` gives ``path:row``, rows counted from 1).
+
+    ``names`` maps a column to its class names (a Hub ClassLabel): integer values become those names.
+    """
+    if not rows:
+        return []
+    cols = tuple(columns) or find_columns(list(rows[0]), rows[0])
+    missing = [c for c in cols if c not in rows[0]]
+    if missing:
+        raise CorpusError(f"{path}: no column {', '.join(map(repr, missing))}; the table has: "
+                          f"{', '.join(rows[0])}")
+    if len(cols) not in (2, 3):
+        raise ValueError(f"columns: give (words, tags), (text, label) or (text, text_pair, label), got {cols}")
+    names = names or {}
+
+    def named(col, value):
+        table = names.get(col)
+        if table and isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(table):
+            return table[value]
+        return value
+
+    out: list = []
+    token = len(cols) == 2 and isinstance(rows[0][cols[0]], list)
+    for i, row in enumerate(rows):
+        no = i + line_offset
+        if token:
+            words, tags = row[cols[0]], row[cols[1]]
+            if not isinstance(words, list) or not isinstance(tags, list) or len(words) != len(tags):
+                raise CorpusError(f"{path}:{no}: {cols[0]!r} and {cols[1]!r} must be lists of equal length")
+            if not words:
+                continue  # Hub token sets hold a few empty rows; an empty sentence has nothing to tag
+            out.append(_check_length(TokenRecord([str(w) for w in words], [named(cols[1], t) for t in tags],
+                                                 path, [no] * len(words))))
+        else:
+            text, label = row[cols[0]], row[cols[-1]]
+            pair = row[cols[1]] if len(cols) == 3 else None
+            if not isinstance(text, str) or label is None:
+                raise CorpusError(f"{path}:{no}: expected a string {cols[0]!r} and a {cols[-1]!r}")
+            out.append(TextRecord(text, named(cols[-1], label), pair, path, no))
+    return out
+
+
+def _table_rows(path: str | Path, fmt: str) -> list[dict]:
+    if fmt == "jsonl":
+        rows = []
+        for no, raw in _numbered_lines(path):
+            if raw.strip():
+                try:
+                    rows.append(json.loads(raw))
+                except json.JSONDecodeError as err:
+                    raise CorpusError(f"{path}:{no}: invalid JSON ({err.msg}): {_short(raw.strip())}") from None
+        return rows
+    with io.StringIO(read_text(path), newline="") as f:
+        return [dict(r) for r in csv.DictReader(f)]
+
+
+def read_parquet(path: str | Path, *, columns: tuple[str, ...] = ()) -> list:
+    """Records of a parquet table (as the Hub serves data sets); ClassLabel names travel in its metadata."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(str(path))
+    except Exception as err:  # pyarrow raises ArrowInvalid, OSError ... for a file that is not parquet
+        raise CorpusError(f"{path}: not a readable parquet file ({type(err).__name__}: {err})") from None
+    names: dict[str, list[str]] = {}
+    meta = (table.schema.metadata or {}).get(b"huggingface")
+    if meta:
+        try:
+            feats = json.loads(meta).get("info", {}).get("features", {})
+        except ValueError:
+            feats = {}
+        for col, feat in feats.items():
+            feat = feat.get("feature", feat) if isinstance(feat, dict) else {}
+            if isinstance(feat, dict) and feat.get("_type") == "ClassLabel" and feat.get("names"):
+                names[col] = list(feat["names"])
+    return records_from_rows(table.to_pylist(), columns=tuple(columns), path=str(path), names=names)

@@ -12,7 +12,10 @@ GLUE hides its test labels (-1): our ``test`` is the official validation split (
 MNLI) and our ``validation`` is a seeded 10% of train (seed 13, at most 5,000 examples), removed from train.
 
 Every loader accepts ``data_files`` ({hub split name: local parquet/json/csv file}) to read a local copy laid
-out like the Hub data (same columns and features) instead of the network: that is how the tests run offline.
+out like the Hub data (same columns and features) instead of the network, and the dataset path may be a local
+folder holding a copy of the Hub repository (its README's ``configs`` and parquet files): that is how the tests
+run offline. Any other Hub data set with word/tag or text/label columns loads through :func:`load_hub_generic`
+(columns found by name or given); missing validation/test splits are carved from train (seed 13, 10% each).
 
 >>> # load_hub("ner", "de")            # network
 >>> # load_hub("xnli", "fr", data_files={"train": "x.parquet", "validation": "v.parquet", "test": "t.parquet"})
@@ -74,6 +77,37 @@ def hub_spec(task: str, lang: str, *, treebank: str | None = None) -> HubSpec:
     raise UnknownName(f"no Hub loader for task {task!r}")
 
 
+HUB_ALIASES = {"wikiann": "unimelb-nlp/wikiann", "universal_dependencies": "universal-dependencies/universal_dependencies",
+               "glue": "nyu-mll/glue", "xnli": "facebook/xnli", "paws-x": "google-research-datasets/paws-x"}
+"""Short names of the data sets headprune converts itself (``hub:wikiann:sw``, ``hub:glue:rte``)."""
+_ALIAS_TASK = {"unimelb-nlp/wikiann": "ner", "facebook/xnli": "xnli", "google-research-datasets/paws-x": "paws-x"}
+
+
+def known_task(path: str, config: str | None, task: str) -> str | None:
+    """The built-in converter a Hub path stands for (``None``: a generic data set).
+
+    WikiANN is ``ner``; UD is ``pos`` unless ``task`` is ``name``; GLUE is its config's task; a local folder is a
+    copy of the task's own Hub data set when ``task`` is a built-in Hub task.
+    """
+    path = HUB_ALIASES.get(path, path)
+    if path in _ALIAS_TASK:
+        return _ALIAS_TASK[path]
+    if path == "universal-dependencies/universal_dependencies":
+        return "name" if task == "name" else "pos"
+    if path == "nyu-mll/glue":
+        if config not in GLUE_COLUMNS:
+            raise UnknownName(f"GLUE has no config {config!r}; known: {', '.join(GLUE_COLUMNS)}")
+        return config
+    from headprune_core.data.registry import TASKS
+    if Path(path).expanduser().is_dir() and task in TASKS and "hub" in TASKS[task].sources:
+        return task
+    return None
+
+
+def _is_local(path: str) -> bool:
+    return path.startswith((".", "/", "~")) or Path(path).expanduser().is_dir()
+
+
 def _load_raw(spec: HubSpec, data_files: Mapping[str, str | Path] | None, **kw) -> datasets.DatasetDict:
     if data_files:
         files = {k: str(v) for k, v in data_files.items()}
@@ -82,6 +116,17 @@ def _load_raw(spec: HubSpec, data_files: Mapping[str, str | Path] | None, **kw) 
         if builder is None:
             raise ValueError(f"cannot read {suffix} files as a local Hub copy; use one of {', '.join(_BUILDERS)}")
         return datasets.load_dataset(builder, data_files=files, **kw)
+    if _is_local(spec.path):
+        folder = Path(spec.path).expanduser()
+        if not folder.is_dir():
+            raise FileNotFoundError(f"no such folder: {folder} (a local copy of a Hub data set)")
+        try:
+            if spec.config and (folder / spec.config).is_dir() and not (folder / "README.md").is_file():
+                return datasets.load_dataset(str(folder), data_dir=spec.config, **kw)
+            return datasets.load_dataset(str(folder), spec.config, **kw)
+        except Exception as err:
+            raise HubUnavailable(f"could not read the local Hub copy {folder} (config {spec.config}): "
+                                 f"{type(err).__name__}: {' '.join(str(err).split())[:300]}") from err
     try:
         return datasets.load_dataset(spec.path, spec.config, **kw)
     except Exception as err:  # offline, unknown dataset or config: all end here with one clear message
@@ -156,9 +201,15 @@ def _glue_splits(dd: datasets.DatasetDict, task: str) -> datasets.DatasetDict:
 
 
 def load_hub(task: str, lang: str, *, data_files: Mapping[str, str | Path] | None = None,
-             treebank: str | None = None, **load_kw) -> TaskData:
-    """Load a Hub task (see the module table); ``data_files`` reads a local copy in the Hub layout."""
-    spec = hub_spec(task, lang, treebank=treebank)
+             treebank: str | None = None, path: str | None = None, config: str | None = None,
+             **load_kw) -> TaskData:
+    """Load a Hub task (see the module table); ``data_files`` reads a local copy in the Hub layout.
+
+    ``path`` / ``config`` replace the task's own Hub data set and config (e.g. a local copy of it, or WikiANN's
+    ``sw`` for a language code the registry does not list)."""
+    spec = hub_spec(task, lang, treebank=treebank or (config if task in ("pos", "name") else None))
+    if path is not None or config is not None:
+        spec = HubSpec(HUB_ALIASES.get(path, path) if path else spec.path, config or spec.config)
     raw = _load_raw(spec, data_files, **load_kw)
     info = get_task(task)
     if task == "ner":
@@ -178,3 +229,47 @@ def load_hub(task: str, lang: str, *, data_files: Mapping[str, str | Path] | Non
             "local_copy": {k: str(v) for k, v in data_files.items()} if data_files else None,
             "counts": {s: len(d) for s, d in dd.items()}}
     return TaskData(dd, labels, info.kind, task, lang, meta)
+
+
+def load_hub_generic(path: str, config: str | None, task: str, lang: str, *, columns: tuple[str, ...] = (),
+                     labels: list[str] | None = None, **load_kw) -> TaskData:
+    """Any Hub data set (or a local copy) with word/tag or text/label columns, as ``task`` in ``lang``.
+
+    Columns are found by name (``tokens`` + ``ner_tags``/``pos_tags``/``upos``/``tags``; ``text``/``sentence``
+    + ``label``) or given; ClassLabel names become the label names; ``dev`` counts as validation; a missing
+    validation or test split is carved from train (seed 13, 10% each)."""
+    from headprune_core.data.formats import records_from_rows
+    from headprune_core.data.loading import _from_records
+    from headprune_core.data.registry import TASKS
+
+    spec = HubSpec(path, config)
+    raw = _load_raw(spec, None, **load_kw)
+    raw = datasets.DatasetDict({("validation" if k in ("dev", "valid") else k): v for k, v in raw.items()})
+    if "train" not in raw:
+        raise ValueError(f"{path} ({config}) has no train split (it has: {', '.join(raw)})")
+    by_split = {}
+    for split, ds in raw.items():
+        if split not in ("train", "validation", "test"):
+            continue
+        rows = ds.to_list()
+        cols = tuple(columns) or (find_cols(rows) if rows else ())
+        names = {c: n for c in cols if (n := _class_names(ds, c))}
+        by_split[split] = records_from_rows(rows, columns=cols, path=f"{path}[{split}]", names=names)
+    missing = [s for s in ("validation", "test") if s not in by_split]
+    if missing:  # carve the missing splits from train, 10% each
+        train = by_split["train"]
+        perm = np.random.default_rng(SPLIT_SEED).permutation(len(train))
+        n = int(round(0.1 * len(train)))
+        for j, s in enumerate(missing):
+            by_split[s] = [train[i] for i in sorted(perm[j * n:(j + 1) * n])]
+        by_split["train"] = [train[i] for i in sorted(perm[len(missing) * n:])]
+    info = TASKS.get(task)
+    data = _from_records(by_split, info, task, lang, kind=None, labels=labels,
+                         meta={"source_kind": "hub", "hub_path": path, "hub_config": config,
+                               "columns": list(columns), "carved": missing})
+    return data
+
+
+def find_cols(rows: list[dict]) -> tuple[str, ...]:
+    from headprune_core.data.formats import find_columns
+    return find_columns(list(rows[0]), rows[0])

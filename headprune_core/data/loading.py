@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 
 import datasets
 
+from headprune_core.files import read_json
 from headprune_core.data.corpora import PREPARE_HINT, SPLITS, corpus_dir, is_prepared
 from headprune_core.data.formats import CorpusError, FileFormat, TextRecord, TokenRecord, read_file, read_jsonl
 from headprune_core.data.registry import (SOURCES, TASKS, TaskInfo, UnknownName, check_language, get_task)
@@ -132,8 +133,17 @@ def _from_records(by_split: Mapping[str, list], task: TaskInfo | None, name: str
 
 
 def load_embedded(task: str, lang: str) -> TaskData:
-    """A prepared embedded corpus from ``cache/corpora/<task>/<lang>``."""
+    """A prepared embedded corpus from ``cache/corpora/<task>/<lang>``, or a registered user corpus from
+    ``cache/data/<task>/<lang>``."""
     info = get_task(task)
+    if "registered" in info.sources:
+        from headprune_core.data.user import user_dir
+        check_language(info, lang)
+        folder = user_dir(task, lang)
+        by_split = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS}
+        meta = read_json(folder / "meta.json", "registered corpus metadata")
+        return _from_records(by_split, info, task, lang, kind=meta["kind"], labels=meta["labels"],
+                             meta={**meta, "source_kind": "registered", "path": str(folder)})
     if "embedded" not in info.sources:
         raise UnknownName(f"task {task!r} has no embedded corpus; its sources: {', '.join(info.sources)}")
     check_language(info, lang)
@@ -147,16 +157,31 @@ def load_embedded(task: str, lang: str) -> TaskData:
     return data
 
 
-def load_local(task: str, lang: str, files: Mapping[str, str | Path], *, format: FileFormat | None = None,
+def load_local(task: str, lang: str, files, *, format: FileFormat | None = None,
                labels: Sequence[str] | None = None, kind: str | None = None, tagset: str | None = None,
                **read_kw) -> TaskData:
-    """Local files, one per split (``{"train": ..., "validation": ..., "test": ...}``).
+    """Local files: one per split (``{"train": ..., "validation": ..., "test": ...}`` or a list of three in
+    that order), or a single file split 80/10/10 with the embedded corpora's seed.
 
     ``task`` may be a registered task (its kind and, for pos/name, its labels are used) or any new name (then
     give ``kind``, or it is inferred from the records). With a label list (given or the task's), a tag that is
     not in it raises ``ValueError`` naming the file and line. ``tagset`` (e.g. "penn", "stts", "upos") maps
     native tags onto the universal tags first, strictly: a tag missing from the table raises with file:line.
     """
+    if isinstance(files, (str, Path)) or (isinstance(files, (list, tuple)) and len(files) == 1):
+        from headprune_core.data.user import read_splits
+        single = files if isinstance(files, (str, Path)) else files[0]
+        by_split, origin = read_splits([single], format=format, tagset=tagset, **read_kw)
+        if tagset is not None:
+            from headprune_core.data.tagsets import UNIVERSAL_TAGS
+            labels = labels or UNIVERSAL_TAGS
+        return _from_records(by_split, TASKS.get(task), task, lang, kind=kind, labels=labels,
+                             meta={"source_kind": "local", **origin})
+    if isinstance(files, (list, tuple)):
+        if len(files) != 3:
+            raise ValueError(f"local files for {task}/{lang}: give one file (split 80/10/10) or three (train, "
+                             f"validation, test), got {len(files)}")
+        files = dict(zip(SPLITS, files))
     missing = [s for s in SPLITS if s not in files]
     if missing:
         raise ValueError(f"local files for {task}/{lang}: no file for split(s) {', '.join(missing)}; "
@@ -200,3 +225,30 @@ def load_task(task: str, lang: str, *, source: str = "embedded", **kw) -> TaskDa
         return load_embedded(task, lang)
     from headprune_core.data.hub import load_hub
     return load_hub(task, lang, **kw)
+
+
+def relabel(data: TaskData, labels: Sequence[str]) -> TaskData:
+    """``data`` with its label indices re-mapped onto ``labels`` (by name, in that order).
+
+    For a fine-tuned checkpoint, whose classifier fixes the label order: a label of the data that the
+    checkpoint does not know raises ``ValueError`` naming both lists.
+    """
+    labels = list(labels)
+    if labels == list(data.labels):
+        return data
+    missing = [l for l in data.labels if l not in labels]
+    if missing:
+        raise CorpusError(f"{data.task}/{data.lang}: label(s) {missing} of the data are not labels of the "
+                          f"model's classifier {labels}")
+    index = [labels.index(l) for l in data.labels]
+    col = "tags" if data.kind == "token" else "label"
+
+    def remap(batch):
+        if data.kind == "token":
+            return {col: [[index[t] for t in row] for row in batch[col]]}
+        return {col: [index[t] for t in batch[col]]}
+
+    pair = data.is_pair
+    dd = datasets.DatasetDict({s: ds.map(remap, batched=True, features=features_for(data.kind, labels, pair=pair))
+                               for s, ds in data.dataset.items()})
+    return TaskData(dd, labels, data.kind, data.task, data.lang, {**data.meta, "relabelled": True})

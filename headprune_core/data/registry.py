@@ -19,8 +19,8 @@ from typing import Literal
 from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS
 
 Kind = Literal["token", "sentence"]
-Source = Literal["embedded", "hub", "local"]
-SOURCES: tuple[str, ...] = ("embedded", "hub", "local")
+Source = Literal["embedded", "hub", "local", "registered"]
+SOURCES: tuple[str, ...] = ("embedded", "hub", "local", "registered")
 
 POS_LANGUAGES = ("en", "de", "es", "fr", "it", "nl", "pt", "tr")
 XNLI_LANGUAGES = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh")
@@ -113,18 +113,41 @@ TASKS: dict[str, TaskInfo] = {t.name: t for t in (
 EMBEDDED_TASKS: tuple[str, ...] = tuple(n for n, t in TASKS.items() if "embedded" in t.sources)
 
 
+def user_tasks() -> dict[str, TaskInfo]:
+    """Corpora the user registered (``python -m headprune_core data add``), read from the cache folder."""
+    from headprune_core.data.user import registered
+    out = {}
+    for name, by_lang in registered().items():
+        first = next(iter(by_lang.values()))
+        out[name] = TaskInfo(name, first["kind"], tuple(sorted(by_lang)),
+                             first.get("description") or f"user data {name}",
+                             "; ".join(f"{lang}: {m.get('origin')}" for lang, m in sorted(by_lang.items())),
+                             tuple(first["labels"]), ("registered",), "the user's own data")
+    return out
+
+
+def all_tasks() -> dict[str, TaskInfo]:
+    """Built-in tasks, then the user's registered corpora."""
+    return {**TASKS, **{n: t for n, t in user_tasks().items() if n not in TASKS}}
+
+
 def list_tasks(*, source: str | None = None, kind: str | None = None) -> list[TaskInfo]:
-    """All registered tasks, optionally only those with a given source or kind."""
-    return [t for t in TASKS.values()
+    """All tasks (built-in and registered user data), optionally only those with a given source or kind."""
+    return [t for t in all_tasks().values()
             if (source is None or source in t.sources) and (kind is None or t.kind == kind)]
 
 
 def get_task(name: str) -> TaskInfo:
-    """The task called ``name``; an unknown name raises ``KeyError`` listing the known ones."""
-    try:
+    """The task called ``name`` (built-in or registered user data); an unknown name raises ``KeyError``
+    listing the known ones."""
+    if name in TASKS:
         return TASKS[name]
+    tasks = all_tasks()
+    try:
+        return tasks[name]
     except KeyError:
-        raise UnknownName(f"unknown task {name!r}; known: {', '.join(TASKS)}") from None
+        raise UnknownName(f"unknown task {name!r}; known: {', '.join(tasks)} (your own corpus: "
+                          "'python -m headprune_core data add NAME --lang xx FILES', or --data FILES)") from None
 
 
 def check_language(task: TaskInfo, lang: str) -> None:

@@ -136,7 +136,7 @@ ROWS: list[tuple[str, Callable, type, str]] = [
      "{d}/a.conll:1: a sentence of 6000 words (lines 1-6000); more than 5000 words means the blank lines "
      "between sentences are missing"),
     ("unknown-suffix", lambda c, _: read_file(c.write("a.xlsx", "x")), ValueError,
-     "cannot tell the format of {d}/a.xlsx from its suffix; pass format= one of conll, conllu, jsonl, csv"),
+     "cannot tell the format of {d}/a.xlsx from its suffix; pass format= one of conll, conllu, jsonl, csv, parquet"),
     ("missing-file", lambda c, _: read_file(c.d / "gone.conll"), FileNotFoundError,
      "no such file: {d}/gone.conll"),
     ("missing-split", lambda c, _: load_task("pos", "xx", source="local", files={"train": c.d / "a.conll"}),
@@ -193,7 +193,7 @@ ROWS: list[tuple[str, Callable, type, str]] = [
     ("opt-unknown-task", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--task", "nope"), CliFailed,
      "error: unknown task 'nope'; known: pos, name, polarity-en, reviews-en, uncertainty-en, polarity-de, "
      "polarity-fr, polarity-nl, emotion-pt, stance-pt, ner, sst2, cola, mrpc, qqp, mnli, qnli, rte, wnli, xnli, "
-     "paws-x"),
+     "paws-x (your own corpus: 'python -m headprune_core data add NAME --lang xx FILES', or --data FILES)"),
     ("opt-unknown-language", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--lang", "xx"), CliFailed,
      "error: unknown language 'xx' for task 'pos'; known: en, de, es, fr, it, nl, pt, tr"),
     ("opt-k-too-large", lambda c, cap: cli(c, cap, "prune", "--model", c.model, "--k", "13", "--out", c.d / "o",
@@ -215,8 +215,8 @@ ROWS: list[tuple[str, Callable, type, str]] = [
      "{d}/plan.json: a plan is a JSON object of fields, got list"),
     ("plan-unknown-field", lambda c, _: _plan(c, {**PLAN, "epochs": 3}), ValueError,
      "{d}/plan.json: unknown plan fields ['epochs']; known: ['curve_step', 'description', 'eval_sentences', "
-     "'langs', 'method', 'model', 'name', 'random_seeds', 'score_sentences', 'settings', 'source_langs', "
-     "'strategies', 'tasks', 'train']"),
+     "'finetuned', 'langs', 'method', 'model', 'name', 'random_seeds', 'score_sentences', 'settings', "
+     "'source_langs', 'sources', 'strategies', 'tasks', 'train']"),
     ("plan-missing-field", lambda c, _: _plan(c, {"name": "p"}), ValueError,
      "{d}/plan.json: missing plan field(s) ['description']"),
     ("plan-tasks-not-list", lambda c, _: _plan(c, {**PLAN, "tasks": "pos"}), ValueError,

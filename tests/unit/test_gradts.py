@@ -20,6 +20,7 @@ from headprune_core.gradts import (GRADTS_PRESETS, GradTS, GradTSPlan, format_ta
 from headprune_core.store import Store
 from headprune_core.study import Study
 from tests.app.fixture_cache import LEXICON, build_fixture_cache
+from tests.hub_copy import write_hub_repo
 
 TRAIN = {"max_train_sentences": 48, "epochs": 2.0, "lr": 3e-3, "batch_size": 16, "freeze_embeddings": False}
 
@@ -175,13 +176,13 @@ def _write_glue(tmp_path):
     def sentence():
         return " ".join(rng.choice(words, size=int(rng.integers(3, 7))))
 
-    files = {}
+    configs = {}
     sst = Features({"sentence": Value("string"), "label": ClassLabel(names=["negative", "positive"]),
                     "idx": Value("int32")})
     rte = Features({"sentence1": Value("string"), "sentence2": Value("string"),
                     "label": ClassLabel(names=["entailment", "not_entailment"]), "idx": Value("int32")})
     for task, feats, n in (("sst2", sst, 80), ("rte", rte, 60)):
-        files[task] = {}
+        configs[task] = {}
         for split, size in (("train", n), ("validation", 24), ("test", 10)):
             rows = []
             for i in range(size):
@@ -191,24 +192,26 @@ def _write_glue(tmp_path):
                 else:
                     row["sentence1"], row["sentence2"] = sentence(), sentence()
                 rows.append(row)
-            path = tmp_path / f"{task}-{split}.parquet"
-            datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in feats}, features=feats).to_parquet(
-                str(path))
-            files[task][split] = str(path)
-    return files
+            configs[task][split] = datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in feats},
+                                                              features=feats)
+    return write_hub_repo(tmp_path / "glue", configs)
 
 
 def test_glue_plan_runs_on_local_hub_files(env):
-    """The gradts-glue preset's path (Hub sources), on local files laid out like the Hub."""
-    files = _write_glue(env["tmp"])
+    """The gradts-glue preset's path (Hub sources), on a local copy laid out like the Hub repository."""
+    repo = _write_glue(env["tmp"])
     glue = GRADTS_PRESETS["gradts-glue"]
     p = replace(glue, model=env["model"], units=("sst2/en", "rte/en", "pos/en"), primaries=("sst2/en",),
-                sources={t: {"source": "hub", "data_files": files[t]} for t in ("sst2", "rte")},
+                sources={t: f"hub:{repo}:{t}" for t in ("sst2", "rte")},
                 train=TRAIN, score_sentences=16, eval_sentences=16, max_trial=1, random_seeds=(0,))
     study = env["study"]()
-    res = GradTS(study, p).run()["result"]
-    assert study.data("sst2", "en").meta["hub_path"] == "nyu-mll/glue"
-    assert study.data("rte", "en").is_pair
+    gts = GradTS(study, p)
+    res = gts.run()["result"]
+    assert gts.study.data("sst2", "en").meta["ref"] == f"hub:{repo}:sst2"
+    assert gts.study.data("rte", "en").is_pair
+    assert study.sources == {}  # the caller's Study is untouched: it still reads only embedded corpora
+    with pytest.raises(KeyError, match="has no embedded corpus"):
+        study.data("sst2", "en")
     v = res["validation"][0]
     assert v["primary"] == "sst2/en" and {r["metric"] for r in v["rows"]} == {"accuracy"}
     assert next(r for r in v["rows"] if r["row"] == "all")["units"] == ["pos/en", "rte/en", "sst2/en"]

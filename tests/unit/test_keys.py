@@ -60,7 +60,8 @@ def _ft(study: Study, **change):
 def test_the_table_covers_every_keyed_finetune_field():
     from headprune_core.config import FinetuneConfig
     keyed = {f.name for f in dataclasses.fields(FinetuneConfig) if f.metadata.get("key", True)}
-    assert {name for name, _ in FT_FIELDS} == keyed - {"model_fp", "data_fp"}  # fingerprints: tested below
+    # fingerprints: tested below; from_checkpoint: tests/unit/test_own_data.py (a checkpoint's own key)
+    assert {name for name, _ in FT_FIELDS} == keyed - {"model_fp", "data_fp", "from_checkpoint"}
 
 
 @pytest.mark.parametrize("name,change", FT_FIELDS, ids=[n for n, _ in FT_FIELDS])

@@ -20,7 +20,8 @@ SC = ScoreConfig(finetune=FT, task="pos", lang="de", data_fp="s" * 16)
 # a valid other value for every field of FinetuneConfig
 FT_CHANGES = {"tasks": ("name",), "train_langs": ("de",), "epochs": 3.0, "lr": 1e-4, "head_lr": 2e-3,
               "batch_size": 8, "max_length": 64, "max_train_sentences": 50, "freeze_embeddings": False,
-              "sampling": "round_robin", "seed": 1, "pruned": ((0, 1),), "model_fp": "x" * 16, "data_fp": "y" * 16}
+              "sampling": "round_robin", "seed": 1, "pruned": ((0, 1),), "model_fp": "x" * 16, "data_fp": "y" * 16,
+              "from_checkpoint": True}
 DESCRIPTIVE = {"model": "other-name", "setting": "multi"}
 
 
@@ -34,6 +35,18 @@ def test_every_keyed_field_changes_the_key_and_descriptive_ones_do_not():
                      "max_length": 64, "seed": 1, "data_fp": "z" * 16, "finetune": FT.replace(lr=1e-4)}
     assert set(score_changes) == {f.name for f in dataclasses.fields(ScoreConfig)}
     assert len({SC.key()} | {SC.replace(**{k: v}).key() for k, v in score_changes.items()}) == 1 + len(score_changes)
+
+
+def test_an_option_added_later_keeps_the_keys_computed_before_it():
+    """from_checkpoint came after entries existed: at its default it is not hashed, so their keys stand."""
+    import hashlib
+
+    from headprune_core.config import SCHEMA_VERSION, canonical_json
+    before = {k: v for k, v in FT.keyed().items()}
+    assert "from_checkpoint" not in before
+    payload = canonical_json({"kind": "finetune", "schema": SCHEMA_VERSION, "version": FT.version, "config": before})
+    assert FT.key() == hashlib.sha256(payload.encode()).hexdigest()[:20]
+    assert FT.replace(from_checkpoint=True).keyed()["from_checkpoint"] is True
 
 
 def test_integral_floats_key_like_ints_and_kinds_have_versions():

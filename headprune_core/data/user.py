@@ -1,0 +1,212 @@
+"""Registered user corpora: a user's own files (or a Hub data set), validated and converted once into the cache.
+
+``register(name, lang, files)`` reads the files (every format of :mod:`formats`; one file is split 80/10/10
+with the embedded corpora's seed, three files are train/validation/test), checks every line, and writes
+``<cache>/data/<name>/<lang>/`` in the embedded corpus format (``{train,validation,test}.jsonl`` +
+``meta.json`` with labels, counts, the original files and a content fingerprint). From then on ``name`` is a
+task like the embedded ones: ``get_task(name)``, ``load_task(name, lang)``, study plans and the dashboard read
+it, offline. A bad file is refused naming its line, and nothing already registered is touched: the new folder is
+built aside and renamed into place only when complete.
+
+>>> # register("mytags", "sw", ["train.conll", "dev.conll", "test.conll"])
+>>> # load_task("mytags", "sw")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Sequence
+
+from headprune_core.data.corpora import SPLITS, _Output, _write, split_indices
+from headprune_core.data.formats import CorpusError, TextRecord, TokenRecord
+from headprune_core.store import cache_root
+
+USER_FORMAT = 1
+_LANG = re.compile(r"^[a-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")
+
+
+class AlreadyRegistered(FileExistsError):
+    """A corpus of this name and language is registered already (use replace=True / --force)."""
+
+
+def data_root() -> Path:
+    return cache_root() / "data"
+
+
+def user_dir(name: str, lang: str) -> Path:
+    return data_root() / name / lang
+
+
+def check_lang(lang: str) -> str:
+    """A language code like ``sw``, ``pt-BR`` or ``gsw`` (it becomes a folder name)."""
+    if not isinstance(lang, str) or not _LANG.match(lang):
+        raise ValueError(f"language code {lang!r}: expected an ISO 639 code such as 'sw', 'de' or 'pt-BR'")
+    return lang
+
+
+def registered() -> dict[str, dict[str, dict]]:
+    """Every registered corpus: ``{name: {lang: meta}}`` (unreadable folders are skipped)."""
+    out: dict[str, dict[str, dict]] = {}
+    root = data_root()
+    if not root.is_dir():
+        return out
+    for meta_file in sorted(root.glob("*/*/meta.json")):
+        try:
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if meta.get("user") == USER_FORMAT and all((meta_file.parent / f"{s}.jsonl").is_file() for s in SPLITS):
+            out.setdefault(meta_file.parent.parent.name, {})[meta_file.parent.name] = meta
+    return out
+
+
+def content_fingerprint(folder: Path) -> str:
+    h = hashlib.sha256()
+    for split in SPLITS:
+        h.update(split.encode() + b"\0" + (folder / f"{split}.jsonl").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _as_dict(rec) -> dict:
+    if isinstance(rec, TokenRecord):
+        return {"tokens": list(rec.tokens), "tags": [str(t) for t in rec.tags]}
+    out = {"text": rec.text, "label": str(rec.label)}
+    if rec.text_pair is not None:
+        out["text_pair"] = rec.text_pair
+    return out
+
+
+def register(name: str, lang: str, files: Sequence[str | Path] | None = None, *, format: str | None = None,
+             columns: Sequence[str] = (), tagset: str | None = None, labels: Sequence[str] | None = None,
+             data=None, replace: bool = False, description: str = "") -> dict:
+    """Validate and convert a corpus into ``<cache>/data/<name>/<lang>``; returns its meta.
+
+    Give ``files`` (1 file: seeded 80/10/10 split; 3 files: train, validation, test) or ``data`` (a
+    :class:`~headprune_core.data.loading.TaskData` already loaded, e.g. from the Hub). ``name`` may not be a
+    built-in task. An existing registration is kept unless ``replace``.
+    """
+    from headprune_core.data.loading import infer_labels
+    from headprune_core.data.registry import TASKS
+    from headprune_core.files import check_name
+
+    check_name(name, "data set name")
+    check_lang(lang)
+    if name in TASKS:
+        raise ValueError(f"{name!r} is a built-in task; register your corpus under another name")
+    final = user_dir(name, lang)
+    if final.exists() and not replace:
+        raise AlreadyRegistered(f"a corpus {name}/{lang} is registered already ({final}); replace it with "
+                                "--force (replace=True) or pick another name")
+    if data is not None:
+        by_split = {s: _rows_as_records(data, s) for s in SPLITS}
+        origin = {"source": data.meta.get("source_kind", "loaded"),
+                  **{k: v for k, v in data.meta.items() if k in ("hub_path", "hub_config", "files")}}
+        kind = data.kind
+        labels = labels or data.labels
+    else:
+        by_split, origin = read_splits(files or (), format=format, columns=columns, tagset=tagset)
+        first = next(r for recs in by_split.values() for r in recs)
+        kind = "token" if isinstance(first, TokenRecord) else "sentence"
+        if tagset is not None:
+            from headprune_core.data.tagsets import UNIVERSAL_TAGS
+            labels = labels or UNIVERSAL_TAGS
+    labels = list(labels) if labels else infer_labels(by_split, kind)
+    _check_labels(by_split, labels, kind)
+    records, index = [], {}
+    for split in SPLITS:
+        index[split] = list(range(len(records), len(records) + len(by_split[split])))
+        records += [_as_dict(r) for r in by_split[split]]
+    meta = {"kind": kind, "labels": labels, "user": USER_FORMAT, "name": name,
+            "description": description or f"user data {name} ({lang})", "origin": origin,
+            "source": f"registered user data: {origin}", "licence": "the user's own data"}
+    out = _Output(name, lang, records, meta)
+    _write(out, final, replace=True, splits=index)
+    meta = json.loads((final / "meta.json").read_text(encoding="utf-8"))
+    meta["fingerprint"] = content_fingerprint(final)
+    from headprune_core.files import write_file_atomic
+    write_file_atomic(final / "meta.json", json.dumps(meta, indent=2, ensure_ascii=False))
+    return meta
+
+
+def read_splits(files: Sequence[str | Path], *, format: str | None = None, columns: Sequence[str] = (),
+                tagset: str | None = None, seed: int | None = None) -> tuple[dict[str, list], dict]:
+    """Records per split from 1 file (seeded 80/10/10) or 3 files (train, validation, test); every line checked."""
+    from headprune_core.data.corpora import SPLIT_SEED
+    from headprune_core.data.formats import read_file
+
+    files = [Path(f) for f in files]
+    if len(files) not in (1, 3):
+        raise ValueError(f"give one file (split 80/10/10) or three (train, validation, test), got {len(files)}")
+    kw = {"columns": tuple(columns)} if columns else {}
+    if len(files) == 1:
+        records = read_file(files[0], format, **kw)  # type: ignore[arg-type]
+        if len(records) < 3:
+            raise CorpusError(f"{files[0]}: {len(records)} example(s); a single file is split 80/10/10 and needs "
+                              "at least 3 (better: hundreds)")
+        idx = split_indices(len(records), seed=SPLIT_SEED if seed is None else seed)
+        by_split = {s: [records[i] for i in idx[s]] for s in SPLITS}
+        origin = {"files": [str(files[0])], "split": "seeded 80/10/10"}
+    else:
+        by_split = {s: read_file(f, format, **kw) for s, f in zip(SPLITS, files)}  # type: ignore[arg-type]
+        origin = {"files": [str(f) for f in files], "split": "train/validation/test files"}
+    kinds = {type(r).__name__ for recs in by_split.values() for r in recs}
+    if len(kinds) > 1:
+        raise CorpusError(f"{', '.join(map(str, files))}: some files hold tagged words and others sentences")
+    for split, recs in by_split.items():
+        if not recs:
+            where = files[0] if len(files) == 1 else files[SPLITS.index(split)]
+            raise CorpusError(f"{where}: the {split!r} split is empty")
+    if tagset is not None:
+        from headprune_core.data.tagsets import TagMapper
+        mapper = TagMapper(tagset, strict=True)  # type: ignore[arg-type]
+        for recs in by_split.values():
+            for rec in recs:
+                for i, t in enumerate(rec.tags):
+                    if str(t) not in mapper.table and mapper.key(str(t)) not in mapper.table:
+                        raise CorpusError(f"{rec.where(i)}: tag {t!r} is not in the {tagset} table")
+                rec.tags = [mapper.map(str(t)) for t in rec.tags]
+    return by_split, origin
+
+
+def _check_labels(by_split: dict[str, list], labels: list[str], kind: str) -> None:
+    known = set(labels)
+    for recs in by_split.values():
+        for rec in recs:
+            values = rec.tags if kind == "token" else [rec.label]
+            for i, v in enumerate(values):
+                if str(v) not in known:
+                    where = rec.where(i) if kind == "token" else rec.where()
+                    raise CorpusError(f"{where}: {'tag' if kind == 'token' else 'label'} {v!r} is not in the "
+                                      f"label list {labels}")
+
+
+def _rows_as_records(data, split: str) -> list:
+    ds = data.dataset[split]
+    out = []
+    for i, row in enumerate(ds):
+        if data.kind == "token":
+            out.append(TokenRecord(list(row["tokens"]), [data.labels[t] for t in row["tags"]], split,
+                                   [i + 1] * len(row["tokens"])))
+        else:
+            out.append(TextRecord(row["text"], data.labels[row["label"]], row.get("text_pair"), split, i + 1))
+    return out
+
+
+def remove(name: str, lang: str | None = None) -> list[Path]:
+    """Delete a registered corpus (one language, or all); returns the folders removed."""
+    from headprune_core.files import remove_dir
+    found = registered().get(name)
+    if not found or (lang is not None and lang not in found):
+        raise KeyError(f"no registered corpus {name}{'/' + lang if lang else ''}; registered: "
+                       f"{', '.join(f'{n}/{l}' for n, ls in registered().items() for l in ls) or 'none'}")
+    gone = []
+    for l in ([lang] if lang else list(found)):
+        remove_dir(user_dir(name, l))
+        gone.append(user_dir(name, l))
+    parent = data_root() / name
+    if parent.is_dir() and not any(parent.iterdir()):
+        parent.rmdir()
+    return gone
