@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from headprune_core.config import METHODS, NORMALIZATIONS, SETTINGS, STRATEGIES
+from headprune_core.data.formats import FORMATS
 
 
 # --- argument types: checked by argparse, before any work ------------------------------------------------------
@@ -71,19 +72,43 @@ def _one_of(known: tuple[str, ...], what: str):
     return parse
 
 
+def _data_args(p: argparse.ArgumentParser, *, keyed: bool = False) -> None:
+    """--data (where the data comes from), --data-lang, --columns, --format: see headprune_core.data.refs."""
+    p.add_argument("--data", action="append", default=None, metavar="[TASK[/LANG]=]SOURCE",
+                   help="where the data comes from: 'embedded' (default; also corpora added with 'data add'), "
+                        "'hub' (the task's Hub data set), 'hub:NAME[:CONFIG]' (e.g. hub:wikiann:sw, a Hub id or a "
+                        "local copy of a Hub repository), or local files: FILE (split 80/10/10) or "
+                        "TRAIN,VALIDATION,TEST (CoNLL, CoNLL-U, JSONL, CSV, parquet). "
+                        + ("Repeat it as TASK=SOURCE for several tasks." if keyed else
+                           "TASK=SOURCE / TASK/LANG=SOURCE name another task or language; repeatable."))
+    if not keyed:
+        p.add_argument("--data-lang", type=_names, default=None,
+                       help="the language(s) --data holds (default: every language the command reads)")
+    p.add_argument("--columns", type=_names, default=None,
+                   help="columns of a table or Hub data set: WORDS,TAGS or TEXT,LABEL or TEXT,PAIR,LABEL")
+    p.add_argument("--format", default=None, type=_one_of(FORMATS, "file format"),
+                   help="file format when the suffix does not say")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="me5-small", help="embedded name, local folder or Hub id (me5-small)")
+    p.add_argument("--finetuned", default=None, metavar="PATH",
+                   help="a fine-tuned token-classification checkpoint (folder or Hub id): score, evaluate and "
+                        "prune it with its own classifier, no fine-tuning (replaces --model)")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
     p.add_argument("--cache", default=None, help="cache folder (default: cache/ or $HEADPRUNE_CACHE)")
 
 
 def _run_args(p: argparse.ArgumentParser, *, lang: bool = True) -> None:
     _common(p)
-    p.add_argument("--task", default="pos", help="task name (see 'python -m headprune_core tasks')")
+    p.add_argument("--task", default="pos", help="task name (see 'python -m headprune_core tasks'); any name "
+                                                 "with --data")
     if lang:
         p.add_argument("--lang", default="en", help="language to score / evaluate on")
-    p.add_argument("--train-langs", type=_names, default=("en",),
-                   help="comma-separated fine-tuning languages (cross setting)")
+    p.add_argument("--train-langs", type=_names, default=None,
+                   help="comma-separated fine-tuning languages (cross setting; default en, or the language of "
+                        "the task's data when it has no English)")
+    _data_args(p)
     p.add_argument("--setting", default="cross", type=_one_of(SETTINGS, "setting"))
     p.add_argument("--epochs", type=_positive, default=2.0)
     p.add_argument("--max-train", type=_count, default=2000,
@@ -104,6 +129,7 @@ def _gradts_args(p: argparse.ArgumentParser, *, plan: bool = True) -> None:
     p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", default=None)
+    _data_args(p, keyed=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,15 +143,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", choices=["models", "corpora"], default=None)
     p.add_argument("--cache", default=None)
 
-    sub.add_parser("tasks", help="list tasks and languages")
+    p = sub.add_parser("tasks", help="list tasks and languages (built-in and your registered corpora)")
+    p.add_argument("--cache", default=None)
+
+    p = sub.add_parser("data", help="register your own corpus under the cache (add), list (ls), preview (show), "
+                                    "delete (rm)")
+    dsub = p.add_subparsers(dest="data_command", required=True)
+    q = dsub.add_parser("add", help="validate and convert FILES (or one Hub source) into a task NAME")
+    q.add_argument("name", help="the task name it gets (letters, digits, - _ .)")
+    q.add_argument("files", nargs="+", help="1 file (split 80/10/10) or 3 (train validation test), or one "
+                                            "Hub source hub:NAME[:CONFIG]")
+    q.add_argument("--lang", required=True, help="language code of the data (e.g. sw, de, pt-BR)")
+    q.add_argument("--columns", type=_names, default=None, help="WORDS,TAGS or TEXT,LABEL of a table")
+    q.add_argument("--format", default=None, type=_one_of(FORMATS, "file format"))
+    q.add_argument("--tagset", default=None, help="map native POS tags to the 12 universal tags (penn, stts, "
+                                                  "parole, wotan, upos ...)")
+    q.add_argument("--model", default=None, help="also report how this model's tokenizer cuts the sentences")
+    q.add_argument("--force", action="store_true", help="replace a registered corpus of the same name and language")
+    q.add_argument("--cache", default=None)
+    q = dsub.add_parser("ls", help="list registered corpora")
+    q.add_argument("--cache", default=None)
+    q = dsub.add_parser("show", help="preview a corpus (registered, embedded or --data) with label counts")
+    q.add_argument("name")
+    q.add_argument("--lang", required=True)
+    q.add_argument("--model", default=None, help="report tokenizer alignment for this model")
+    q.add_argument("-n", type=_count, default=5, help="sentences to show")
+    q.add_argument("--cache", default=None)
+    q = dsub.add_parser("rm", help="delete a registered corpus")
+    q.add_argument("name")
+    q.add_argument("--lang", default=None, help="only this language (default: all)")
+    q.add_argument("--cache", default=None)
 
     p = sub.add_parser("study", help="run a preset (e.g. demo) or a plan file through the cache")
     p.add_argument("preset", nargs="?", default="demo", help="preset name or a JSON plan file")
     p.add_argument("--langs", default=None, help="restrict to these languages (comma-separated)")
     p.add_argument("--tasks", default=None, help="restrict to these tasks (comma-separated)")
     p.add_argument("--sentences", type=_count, default=None, help="cap sentences per split (quick look)")
+    p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", default=None)
+    _data_args(p, keyed=True)
 
     p = sub.add_parser("affinity", help="GradTS task affinity: per-unit head maps, Kendall tau, auxiliary ranking")
     _gradts_args(p)
@@ -210,16 +267,60 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def check_run(args, *, langs: tuple[str, ...] = ()) -> tuple[int, int]:
-    """Check a run's task, languages and model before any work; return the model's (layers, heads).
+def data_sources(args, *, task: str | None = None, langs: tuple[str, ...] = ()) -> dict:
+    """``{"task" or "task/lang": DataRef}`` from --data / --data-lang / --columns / --format.
 
-    Nothing is loaded or trained here: the model's shape comes from its config file.
+    A plain SOURCE belongs to ``task`` (restricted to --data-lang when given); TASK=SOURCE and
+    TASK/LANG=SOURCE name their own key."""
+    from headprune_core.data.refs import check_ref, parse_ref
+    out = {}
+    for item in getattr(args, "data", None) or ():
+        key, sep, text = item.partition("=")
+        if not sep:
+            key, text = "", item
+        ref = parse_ref(text, columns=getattr(args, "columns", None), format=getattr(args, "format", None))
+        check_ref(ref)
+        if key:
+            out[key] = ref
+        elif task is None:
+            raise ValueError(f"--data {item}: say which task it is for (TASK=SOURCE)")
+        elif getattr(args, "data_lang", None):
+            out.update({f"{task}/{lang}": ref for lang in args.data_lang})
+        else:
+            out[task] = ref
+    return out
+
+
+def _has_source(sources: dict, task: str, lang: str) -> bool:
+    ref = sources.get(f"{task}/{lang}") or sources.get(task)
+    return ref is not None and not ref.is_embedded
+
+
+def check_run(args, *, langs: tuple[str, ...] = ()) -> tuple[int, int]:
+    """Check a run's task, languages, data and model before any work; return the model's (layers, heads).
+
+    Fills in ``args.train_langs`` (default: en, or the task's first language when it has no English, or
+    ``--lang`` for data named by --data), ``args.model`` (from --finetuned) and ``args.sources``. Nothing is
+    loaded or trained here: the model's shape comes from its config file.
     """
-    from headprune_core.data import get_task
-    from headprune_core.data.registry import check_language
+    from headprune_core.data.registry import UnknownName, all_tasks, check_language
     from headprune_core.models import config_head_shape
-    info = get_task(args.task)
+    if getattr(args, "finetuned", None):
+        args.model = args.finetuned
+    args.sources = data_sources(args, task=args.task, langs=langs)
+    info = all_tasks().get(args.task)
+    if args.train_langs is None:
+        lang = getattr(args, "lang", None)
+        if info is not None and "*" not in info.languages and not _has_source(args.sources, args.task, lang or ""):
+            args.train_langs = ("en",) if "en" in info.languages else info.languages[:1]
+        else:
+            args.train_langs = (lang or "en",)
     for lang in (*args.train_langs, *langs):
+        if _has_source(args.sources, args.task, lang):
+            continue
+        if info is None:
+            raise UnknownName(f"unknown task {args.task!r}; known: {', '.join(all_tasks())} (your own corpus: "
+                              "'python -m headprune_core data add NAME --lang xx FILES', or --data FILES)")
         check_language(info, lang)
     return config_head_shape(args.model)
 
@@ -239,14 +340,79 @@ def cmd_prepare(args) -> int:
 
 def cmd_tasks(args) -> int:
     from headprune_core.data import list_tasks
-    for t in list_tasks():
-        print(f"{t.name:16} {t.kind:8} {','.join(t.languages):24} {t.description}")
+    tasks = list_tasks()
+    for t in tasks:
+        if "registered" not in t.sources:
+            print(f"{t.name:16} {t.kind:8} {','.join(t.languages):24} {t.description}")
+    mine = [t for t in tasks if "registered" in t.sources]
+    print("\nyour registered corpora ('data add'):" if mine else
+          "\nno registered corpora of your own yet: python -m headprune_core data add NAME --lang xx FILES")
+    for t in mine:
+        print(f"{t.name:16} {t.kind:8} {','.join(t.languages):24} {len(t.labels)} labels; {t.description}")
     return 0
+
+
+def cmd_data(args) -> int:
+    from headprune_core.data import user
+    if args.data_command == "ls":
+        found = user.registered()
+        if not found:
+            print(f"no registered corpora in {user.data_root()}")
+        for name, by_lang in found.items():
+            for lang, meta in by_lang.items():
+                counts = meta.get("counts", {})
+                print(f"{name:16} {lang:6} {meta['kind']:8} {len(meta['labels']):3} labels  "
+                      + " ".join(f"{s} {counts.get(s, 0)}" for s in ("train", "validation", "test"))
+                      + f"  {meta.get('origin')}")
+        return 0
+    if args.data_command == "rm":
+        for folder in user.remove(args.name, args.lang):
+            print(f"deleted {folder}")
+        return 0
+    if args.data_command == "add":
+        from headprune_core.data.refs import load_ref, parse_ref
+        if len(args.files) == 1 and args.files[0].startswith("hub"):
+            data = load_ref(parse_ref(args.files[0], columns=args.columns), args.name, args.lang)
+            meta = user.register(args.name, args.lang, data=data, replace=args.force)
+        else:
+            meta = user.register(args.name, args.lang, args.files, format=args.format, columns=args.columns or (),
+                                 tagset=args.tagset, replace=args.force)
+        c = meta["counts"]
+        print(f"registered {args.name}/{args.lang}: {meta['kind']} task, {len(meta['labels'])} labels "
+              f"({', '.join(meta['labels'][:20])}{' ...' if len(meta['labels']) > 20 else ''}); train {c['train']}, "
+              f"validation {c['validation']}, test {c['test']}; fingerprint {meta['fingerprint']}")
+        print(f"use it: python -m headprune_core score --task {args.name} --lang {args.lang}")
+        if args.model:
+            _print_report(args.name, args.lang, args.model, 0)
+        return 0
+    _print_report(args.name, args.lang, args.model, args.n)
+    return 0
+
+
+def _print_report(task: str, lang: str, model: str | None, n: int) -> None:
+    from headprune_core.data import load_task
+    from headprune_core.data.preview import corpus_report
+    data = load_task(task, lang)
+    tokenizer = None
+    if model:
+        from headprune_core.models import load_tokenizer
+        tokenizer = load_tokenizer(model)
+    rep = corpus_report(data, tokenizer=tokenizer, n=n)
+    print(f"{task}/{lang}: {rep['kind']} task; " + ", ".join(f"{s} {k}" for s, k in rep["counts"].items()))
+    print("labels (train counts): " + ", ".join(f"{l} {c}" for l, c in rep["label_counts"].items()))
+    for ex in rep["examples"]:
+        print("  " + ex)
+    if "alignment" in rep:
+        a = rep["alignment"]
+        print(f"tokenizer of {model} (max {a['max_length']} tokens): {a['truncated']} of {a['sentences']} "
+              f"sentences truncated, {a['words_lost']} of {a['words']} words lost "
+              f"({100 * a['words_lost_share']:.2f}%), {a['pieces_per_word']:.2f} pieces per word")
 
 
 def _study(args):
     from headprune_core.study import Study
-    return Study(args.model if hasattr(args, "model") else "me5-small", device=args.device)
+    return Study(args.model, device=args.device, sources=getattr(args, "sources", None),
+                 finetuned=bool(getattr(args, "finetuned", None)))
 
 
 def _ft(study, args):
@@ -264,14 +430,15 @@ def cmd_study(args) -> int:
     else:
         from headprune_core.gradts import GRADTS_PRESETS
         if args.preset in GRADTS_PRESETS:  # `study gradts-demo` is the same as `gradts gradts-demo`
-            for name in ("units", "primaries", "method", "model"):
+            for name in ("units", "primaries", "method"):
                 setattr(args, name, None)
             return cmd_gradts(args)
         plan = get_preset(args.preset)
     plan = plan.restricted(langs=_names(args.langs) if args.langs else None,
                            tasks=_names(args.tasks) if args.tasks else None, sentences=args.sentences)
+    plan = _with_cli_sources(plan, args)
     _check_plan_langs(plan)
-    study = Study(plan.model, device=args.device)
+    study = plan.study(device=args.device)
     bar = tqdm(desc=f"study {plan.name}", unit="job")
 
     def on_job(i, n, what, cached):
@@ -287,10 +454,20 @@ def cmd_study(args) -> int:
     return 0
 
 
+def _with_cli_sources(plan, args):
+    """The plan with --data sources (TASK=SOURCE; a plain SOURCE when the plan has one task) and --model."""
+    from dataclasses import replace
+    sources = data_sources(args, task=plan.tasks[0] if len(getattr(plan, "tasks", ())) == 1 else None)
+    if sources:
+        plan = replace(plan, sources={**plan.sources, **{k: v.to_json() for k, v in sources.items()}})
+    if getattr(args, "model", None):
+        plan = replace(plan, model=args.model)
+    return plan
+
+
 def _check_plan_langs(plan) -> None:
     """Every language of the plan belongs to one of its tasks (a typo would otherwise silently drop it)."""
-    from headprune_core.data import get_task
-    known = sorted({lang for task in plan.tasks for lang in get_task(task).languages})
+    known = sorted({lang for task in plan.tasks for lang in plan.task_langs(task)})
     unknown = [lang for lang in plan.langs if lang not in known and "*" not in known]
     if unknown:
         raise ValueError(f"unknown language(s) {', '.join(unknown)} for the plan's tasks "
@@ -298,12 +475,10 @@ def _check_plan_langs(plan) -> None:
 
 
 def _print_summary(study, plan) -> None:
-    from headprune_core.data import get_task
     for task in plan.tasks:
-        ft = study.finetune_config(task, plan.source_langs, setting=plan.settings[0], **plan.train)
-        for lang in plan.langs:
-            if lang not in get_task(task).languages:
-                continue
+        train_langs = plan.source_langs if plan.settings[0] == "cross" else plan.task_langs(task)
+        ft = study.finetune_config(task, train_langs, setting=plan.settings[0], **plan.train)
+        for lang in plan.task_langs(task):
             ev = study.evaluation(study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences))
             print(f"  {task:6} {lang}: {ev['metric']} {ev['score']:.1f} (n={ev['n']})")
 
@@ -321,8 +496,7 @@ def _gradts_plan(name: str, args):
     plan = plan.restricted(units=split(getattr(args, "units", None)),
                            primaries=split(getattr(args, "primaries", None)) or split(getattr(args, "primary", None)),
                            sentences=args.sentences, method=getattr(args, "method", None))
-    if getattr(args, "model", None):
-        plan = replace(plan, model=args.model)
+    plan = _with_cli_sources(plan, args)
     if getattr(args, "threshold", None) is not None:
         plan = replace(plan, threshold=args.threshold)
     return plan
@@ -403,6 +577,8 @@ def cmd_gradts(args) -> int:
 
 
 def cmd_finetune(args) -> int:
+    if args.finetuned:
+        raise ValueError("--finetuned: the checkpoint is fine-tuned already; score, curve, evaluate or prune it")
     check_run(args)
     study = _study(args)
     ft = _ft(study, args)
@@ -491,7 +667,8 @@ def cmd_prune(args) -> int:
         ranking = study.importance(study.score_config(ft, args.task, args.lang))
         mask = strategy_mask(shape, "importance", args.k, ranking=ranking)
     out = save_pruned(study.finetuned(ft), mask, args.out, tokenizer=study.loaded.tokenizer, force=args.force,
-                      meta={"base_model": args.model, "finetune_key": ft.key()})
+                      meta={"base_model": args.model, "finetune_key": ft.key(),
+                            "data": {k: str(v) for k, v in study.sources.items()}})
     print(f"wrote {out} ({int((mask == 0).sum())} heads removed); load it with "
           f"headprune_core.pruned.load_pruned('{out}')")
     return 0
@@ -590,7 +767,7 @@ def cmd_export(args) -> int:
     return 0
 
 
-COMMANDS = {"prepare": cmd_prepare, "tasks": cmd_tasks, "study": cmd_study, "affinity": cmd_affinity,
+COMMANDS = {"prepare": cmd_prepare, "tasks": cmd_tasks, "data": cmd_data, "study": cmd_study, "affinity": cmd_affinity,
             "gradts": cmd_gradts, "finetune": cmd_finetune,
             "score": cmd_score, "curve": cmd_curve, "evaluate": cmd_evaluate, "refinetune": cmd_refinetune,
             "prune": cmd_prune, "ls": cmd_ls, "show": cmd_show, "rm": cmd_rm, "export": cmd_export}

@@ -339,6 +339,17 @@ def load_model(model_id: str, *, device: str | None = None, add_pooling_layer: b
     return LoadedModel(encoder=encoder, tokenizer=tokenizer, model_id=model_id, family=config.model_type, info=info)
 
 
+def load_tokenizer(model_id: str):
+    """The tokenizer of ``model_id`` alone (no weights): for previews and alignment statistics."""
+    from transformers import AutoTokenizer
+
+    source, src = resolve(model_id)
+    try:
+        return _faithful_tokenizer(AutoTokenizer.from_pretrained(src, trust_remote_code=False), src, source)
+    except Exception as err:
+        raise _load_error(model_id, source, err) from err
+
+
 # Files of a model folder that cannot change what it computes (documentation, training state).
 _NOT_MODEL_FILES = {META_FILE, "README.md", "optimizer.pt", "scheduler.pt", "training_args.bin",
                     "trainer_state.json"}

@@ -255,6 +255,8 @@ def load_hub_generic(path: str, config: str | None, task: str, lang: str, *, col
         cols = tuple(columns) or (find_cols(rows) if rows else ())
         names = {c: n for c in cols if (n := _class_names(ds, c))}
         by_split[split] = records_from_rows(rows, columns=cols, path=f"{path}[{split}]", names=names)
+        if labels is None and cols and names.get(cols[-1]):
+            labels = list(names[cols[-1]])  # every class of the ClassLabel, seen in this split or not
     missing = [s for s in ("validation", "test") if s not in by_split]
     if missing:  # carve the missing splits from train, 10% each
         train = by_split["train"]

@@ -111,8 +111,9 @@ def test_effective_values_key_like_what_is_computed(study):
 def test_cli_defaults_find_what_the_demo_trained(study):
     """The README's CLI examples must reuse the demo's fine-tune, not train it again."""
     from headprune_core.cli import _ft as cli_ft
-    from headprune_core.cli import build_parser
+    from headprune_core.cli import build_parser, check_run
     args = build_parser().parse_args(["finetune", "--model", study.model_id])
+    check_run(args)  # what every command does first: fills the default training language (en)
     demo = study.finetune_config("pos", ("en",), **PRESETS["demo"].train)
     assert cli_ft(study, args).key() == demo.key()
 
