@@ -28,6 +28,7 @@ PAGES = [
     st.Page("headprune_app/pages/task_affinity.py", title="Task affinity", icon=":material/hub:"),
     st.Page("headprune_app/pages/shared_heads.py", title="Shared heads", icon=":material/join_inner:"),
     st.Page("headprune_app/pages/runs.py", title="Runs", icon=":material/storage:"),
+    st.Page("headprune_app/pages/add_data.py", title="Add data", icon=":material/upload_file:"),
 ]
 METHOD_HELP = {"gate_grad": "|d loss / d head gate| (Michel et al.; Ma et al.)",
                "kv_grad": "key/value weight gradients (GradTS)", "taylor": "first-order Taylor (TextPruner)",
@@ -55,22 +56,40 @@ def sidebar() -> S.Selection:
             st.caption(f":orange[unreadable plan file {p}]")
         models = list(dict.fromkeys([plan.model, *EMBEDDED]))
         model = st.selectbox("Model", models, format_func=_model_name, key=f"model:{name}")
+        other = st.text_input("Or another model", key="other_model", placeholder="Hub id or local folder",
+                              help="Any BERT / RoBERTa / XLM-R / DistilBERT / ELECTRA encoder: a Hugging Face Hub "
+                                   "id (needs network the first time) or a folder with config.json and weights.")
+        finetuned = False
+        if other.strip():
+            other_info = cached.model_info(other.strip())
+            if other_info["problem"]:
+                st.error(other_info["problem"])
+            else:
+                model = other.strip()
+                finetuned = st.checkbox("It is a fine-tuned token classifier: use its classifier as is",
+                                        key="finetuned", help="No fine-tuning: its id2label names the labels; the "
+                                                              "data's tags must be among them.")
         info = cached.model_info(model)
         if info.get("quantised"):
             st.caption(f":orange[{info['quantised']}]: {info.get('note') or ''}")
         elif info.get("note"):
             st.caption(info["note"])
-        tasks = list(dict.fromkeys([*plan.tasks, "pos", "name"]))
-        task = st.selectbox("Task", tasks, format_func=S.task_label, key=f"task:{name}")
+        tasks = list(dict.fromkeys([*plan.tasks, "pos", "name", *cached.task_names(root)]))
+        task = st.selectbox("Task", tasks, format_func=S.task_label, key=f"task:{name}",
+                            help="Embedded tasks, and your own corpora (page 'Add data').")
         setting = st.radio("Setting", list(dict.fromkeys([*plan.settings, *SETTINGS])), horizontal=True,
                            key=f"setting:{name}", help="cross: fine-tune on one language, test on the others; "
                                                        "multi: fine-tune on every language")
         langs_ok = cached.prepared_languages(task, root)
+        if task in plan.tasks and any(k == task or k.startswith(f"{task}/") for k in plan.sources):
+            langs_ok = list(plan.task_langs(task))  # the plan names where this task's data comes from
         src_default = plan.source_langs[0] if plan.source_langs else "en"
+        if langs_ok and src_default not in langs_ok:
+            src_default = langs_ok[0]
         sources = list(dict.fromkeys([src_default, *langs_ok]))
         source = st.selectbox("Fine-tuned on", sources, format_func=S.lang_label, key=f"source:{name}:{task}",
                               disabled=setting == "multi")
-        default_langs = [lang for lang in plan.langs if lang in langs_ok]
+        default_langs = [lang for lang in plan.langs if lang in langs_ok] or langs_ok[:8]
         langs = st.multiselect("Languages", langs_ok, default=default_langs, format_func=S.lang_label,
                                key=f"langs:{name}:{task}")
         if not langs_ok:
@@ -85,7 +104,7 @@ def sidebar() -> S.Selection:
         minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax")
         st.caption(f"Cache: `{root}`")
     return S.Selection(plan=plan, model=model, task=task, setting=setting, source=source, langs=tuple(langs),
-                       lang=lang, method=method, normalize=normalize, minmax=minmax)
+                       lang=lang, method=method, normalize=normalize, minmax=minmax, finetuned=finetuned)
 
 
 nav = st.navigation(PAGES)

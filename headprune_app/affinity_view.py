@@ -68,7 +68,7 @@ def result(gts: GradTS) -> dict | None:
     """The cached validation ``{"result", "tau", "spearman"}`` of the plan, or None."""
     try:
         return cached.read(gts.study, gts.config())
-    except cached._problems():
+    except cached.problems():
         return None
 
 
@@ -109,7 +109,7 @@ def _run(gts: GradTS, title: str, fn, *, total: int) -> bool:
         gts.on_job, gts.study.on_progress = on_job, on_progress
         try:
             fn()
-        except cached._problems() + (RuntimeError,) as err:
+        except cached.problems() + (RuntimeError,) as err:
             bar.empty()
             st.error(f"{title} failed at '{state['what']}': {type(err).__name__}: {err}")
             return False

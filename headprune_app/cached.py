@@ -34,13 +34,26 @@ Item = tuple[str, RunConfig]  # (what, config) of a result a page needs
 # --- resources -----------------------------------------------------------------------------------------------
 
 @st.cache_resource(show_spinner=False)
-def _study(model_id: str, root: str) -> Study:
-    return Study(model_id, store=Store(Path(root) / "runs"), progress=False)
+def _study(model_id: str, root: str, finetuned: bool = False) -> Study:
+    return Study(model_id, store=Store(Path(root) / "runs"), progress=False, finetuned=finetuned)
 
 
-def study(model_id: str) -> Study:
-    """The shared Study of ``model_id`` for the current cache folder (``HEADPRUNE_CACHE``)."""
-    return _study(model_id, str(cache_root()))
+@st.cache_resource(show_spinner=False)
+def _sourced(model_id: str, root: str, finetuned: bool, sources_json: str) -> Study:
+    return _study(model_id, root, finetuned).with_sources(json.loads(sources_json))
+
+
+def study(model_id: str, *, sources: dict | None = None, finetuned: bool = False) -> Study:
+    """The shared Study of ``model_id`` for the current cache folder (``HEADPRUNE_CACHE``); with data
+    ``sources`` (a plan's), a Study of its own that shares the loaded model."""
+    if not sources:
+        return _study(model_id, str(cache_root()), finetuned)
+    return _sourced(model_id, str(cache_root()), finetuned, json.dumps(sources, sort_keys=True))
+
+
+def study_for(sel: S.Selection) -> Study:
+    """The Study a page needs for the frame's choices: the model, the plan's data sources, checkpoint mode."""
+    return study(sel.model, sources=sel.plan.sources, finetuned=sel.finetuned)
 
 
 @st.cache_resource(show_spinner=False)
@@ -66,7 +79,8 @@ def _model_info(model_id: str, root: str) -> dict:
         info.update(description=entry.description, note=entry.note, quantised=entry.quantised)
     try:
         source, src = models.resolve(model_id)
-    except models.ModelLoadError as err:
+        info["n_layers"], info["n_heads"] = models.config_head_shape(model_id)  # unsupported family, offline ...
+    except (models.ModelLoadError, ValueError, OSError) as err:
         info["problem"] = str(err)
         return info
     if source == "hub":
@@ -101,7 +115,7 @@ def model_caption(model_id: str) -> str:
 
 # --- guarded calls ---------------------------------------------------------------------------------------------
 
-def _problems() -> tuple[type[BaseException], ...]:
+def problems() -> tuple[type[BaseException], ...]:
     from headprune_core.data import NotPrepared, UnknownName
     from headprune_core.models import ModelLoadError
     return (ModelLoadError, NotPrepared, UnknownName, ValueError, KeyError, OSError)
@@ -112,7 +126,7 @@ def guarded(fn: Callable, *args, what: str = "", **kwargs):
     the embedded data, and stop the page. Never a traceback."""
     try:
         return fn(*args, **kwargs)
-    except _problems() as err:
+    except problems() as err:
         message = str(err).strip("'\"")
         st.error(f"{what + ': ' if what else ''}{message}")
         if "prepare" in message.lower() or "not prepared" in message.lower():
@@ -203,7 +217,7 @@ def run_jobs(st_: Study, jobs: Sequence[tuple[str, Callable[[], Any]]], *, title
                 state_["i"] = i
                 bar.progress(i / n, text=f"{title} ({i + 1}/{n}): {what}")
                 fn()
-        except _problems() + (RuntimeError,) as err:
+        except problems() + (RuntimeError,) as err:
             bar.empty()
             st.error(f"{title} failed at '{jobs[state_['i']][0]}': {type(err).__name__}: {err}")
             return False
@@ -354,8 +368,8 @@ def sample_sentences(task: str, lang: str, root: str, n: int = 5) -> list[str]:
     """``n`` short test sentences (6 to 14 words, else the shortest) of a prepared corpus, for the inspector."""
     from headprune_core.data import load_task
     try:
-        ds = load_task(task, lang).dataset["test"]
-    except _problems():
+        ds = load_task(task, lang).dataset["test"]  # embedded or registered
+    except problems():
         return []
     first = ds.select(range(min(100, len(ds))))
     texts = [" ".join(r["tokens"]) if "tokens" in r else r["text"] for r in first]
@@ -365,14 +379,22 @@ def sample_sentences(task: str, lang: str, root: str, n: int = 5) -> list[str]:
 
 @st.cache_data(show_spinner=False, ttl=30)
 def prepared_languages(task: str, root: str) -> list[str]:
-    """Languages of ``task`` whose embedded corpus is prepared in this cache."""
+    """Languages of ``task`` whose embedded corpus is prepared (or registered) in this cache."""
     from headprune_core.data import get_task
     from headprune_core.data.corpora import is_prepared
     try:
         info = get_task(task)
-    except _problems():
+    except problems():
         return []
+    if "registered" in info.sources:
+        return list(info.languages)
     return [lang for lang in info.languages if lang != "*" and is_prepared(task, lang)]
+
+
+def task_names(root: str) -> list[str]:
+    """Tasks with data in this cache: the embedded ones, then the user's registered corpora."""
+    from headprune_core.data import list_tasks
+    return [t.name for t in list_tasks() if "embedded" in t.sources or "registered" in t.sources]
 
 
 def entries(kind: str | None = None):

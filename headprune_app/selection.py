@@ -94,6 +94,7 @@ class Selection:
     method: str
     normalize: str
     minmax: bool = True
+    finetuned: bool = False  # the model is a fine-tuned token-classification checkpoint (its classifier as is)
 
     def study_plan(self) -> StudyPlan:
         """The plan restricted to this selection (what the home page's button computes).
@@ -102,14 +103,14 @@ class Selection:
         """
         langs = self.plan.langs if self.setting == "multi" else tuple(self.langs)
         return replace(self.plan, model=self.model, tasks=(self.task,), settings=(self.setting,),
-                       source_langs=(self.source,), langs=langs, method=self.method)
+                       source_langs=(self.source,), langs=langs, method=self.method,
+                       finetuned=self.finetuned or self.plan.finetuned)
 
     def train_langs(self) -> tuple[str, ...]:
         """What the model was fine-tuned on: the source language (cross) or every plan language (multi)."""
         if self.setting == "cross":
             return (self.source,)
-        from headprune_core.data import get_task
-        return tuple(lang for lang in self.plan.langs if lang in get_task(self.task).languages)
+        return self.plan.task_langs(self.task)
 
 
 def finetune_config(study: Study, sel: Selection) -> FinetuneConfig:

@@ -48,7 +48,8 @@ class HeadedEncoder(nn.Module):
     def config(self):
         return self.encoder.config
 
-    def _task(self, task: str | None) -> str:
+    def task_name(self, task: str | None) -> str:
+        """The classifier that ``task`` names (None: the only one); unknown names fail listing the known."""
         if task is None:
             if len(self.tasks) != 1:
                 raise ValueError(f"this model has several tasks ({', '.join(self.tasks)}); say which")
@@ -60,7 +61,7 @@ class HeadedEncoder(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, task: str | None = None,
                 **encoder_kwargs) -> torch.Tensor:
         """Logits: ``(batch, seq, labels)`` for token tasks, ``(batch, labels)`` for sentence tasks."""
-        name = self._task(task)
+        name = self.task_name(task)
         states = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
                               **encoder_kwargs).last_hidden_state  # (batch, seq, hidden)
         if self.tasks[name].kind == "sentence":

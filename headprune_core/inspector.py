@@ -39,7 +39,7 @@ def tag_sentence(model, tokenizer, words: list[str], *, task: str | None = None,
     """
     if not words:
         raise ValueError("nothing to tag: the sentence has no words")
-    name = model._task(task)
+    name = model.task_name(task)
     head = model.tasks[name]
     device = next(model.parameters()).device
     inputs, word_ids, pieces = _encode(tokenizer, words, max_length, device)

@@ -24,7 +24,7 @@ st.markdown(cached.model_caption(sel.model))
 for note in S.language_notes(sel.task, sel.langs):
     st.caption(note)
 
-study = cached.study(sel.model)
+study = cached.study_for(sel)
 if not sel.langs:
     st.warning(f"No language selected, or no corpus of task '{sel.task}' is prepared in this cache.")
     cached.offer_prepare()

@@ -7,7 +7,7 @@ from headprune_app import selection as S
 from headprune_core.files import safe_filename
 
 sel: S.Selection = cached.selection()
-study = cached.study(sel.model)
+study = cached.study_for(sel)
 
 st.title("Head importance")
 st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** {sel.method}"

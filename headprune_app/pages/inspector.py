@@ -8,7 +8,7 @@ from headprune_app import selection as S
 from headprune_core.inspector import split_words
 
 sel: S.Selection = cached.selection()
-study = cached.study(sel.model)
+study = cached.study_for(sel)
 ss = st.session_state
 
 st.title("Head inspector")

@@ -11,7 +11,7 @@ from headprune_core.evaluate import LAYER_PARTS
 from headprune_core.files import safe_filename
 
 sel: S.Selection = cached.selection()
-study = cached.study(sel.model)
+study = cached.study_for(sel)
 ss = st.session_state
 
 st.title("Prune & evaluate")

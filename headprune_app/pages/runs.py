@@ -58,7 +58,7 @@ cap = int(c3.number_input("Sentences per split (0 = the plan's)", min_value=0, v
 todo = plan.restricted(langs=tuple(langs) or None, tasks=tuple(tasks) or None, sentences=cap or None)
 if cap:
     todo = replace(todo, name=f"{plan.name}-{cap}")
-study = cached.study(todo.model)
+study = cached.study(todo.model, sources=todo.sources, finetuned=todo.finetuned)
 rows = cached.guarded(cached.plan_status, study, todo, what="Cannot plan this study")
 missing = sum(r["status"] != "ok" for r in rows)
 st.write(f"{len(rows)} jobs, {missing} to compute.")

@@ -42,7 +42,7 @@ if group.startswith("tasks"):
     what = "tasks"
 else:
     sel: S.Selection = cached.selection()
-    study = cached.study(sel.model)
+    study = cached.study_for(sel)
     st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** "
                 f"{sel.method} · **normalisation:** {sel.normalize}")
     for note in S.language_notes(sel.task, sel.langs):
