@@ -23,7 +23,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-dev-shm-usage", "--disable-extensions", "--no-first-run", "--mute-audio"]
 PAGES = {"home": "", "importance": "importance", "prune": "prune", "inspector": "inspector",
-         "task_affinity": "task_affinity", "shared_heads": "shared_heads", "runs": "runs"}
+         "task_affinity": "task_affinity", "shared_heads": "shared_heads", "runs": "runs", "add_data": "add_data"}
 
 
 def free_port() -> int:
@@ -121,7 +121,7 @@ def open_page(page, url: str, name: str, *, timeout: float = 180_000) -> float:
 
 NAV_TITLES = {"home": "Overview", "importance": "Head importance", "prune": "Prune & evaluate",
               "inspector": "Head inspector", "task_affinity": "Task affinity", "shared_heads": "Shared heads",
-              "runs": "Runs"}
+              "runs": "Runs", "add_data": "Add data"}
 H1 = {"home": "headprune", "task_affinity": "Task affinity"}  # titles that differ from the nav label
 
 

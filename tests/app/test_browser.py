@@ -61,3 +61,30 @@ def test_every_page_renders_in_a_real_browser(server):
     assert set(times) == set(browser.PAGES)
     for name in browser.PAGES:
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000
+
+
+def test_upload_a_conll_file_and_see_its_heatmap(cache_copy):
+    """A user's own CoNLL file, uploaded in the browser, registered, fine-tuned and scored: its heatmap appears."""
+    from tests.own_data import token_files
+    pytest.importorskip("playwright", reason="playwright is not installed (pip install playwright==1.65.2)")
+    conll = token_files(cache_copy.parent / "upload", "conll", three=False)[0]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with browser.streamlit_server(cache_copy, log=ARTIFACTS / "streamlit-upload.log") as url, \
+            browser.browser_page() as page:
+        browser.open_page(page, url, "add_data")
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(conll))
+        page.wait_for_function("() => document.body.innerText.includes('First sentences')", timeout=120_000)
+        browser.wait_idle(page)
+        page.get_by_role("textbox", name="Task name").first.fill("mytags")
+        page.get_by_role("textbox", name="Language code").fill("sw")
+        page.get_by_role("textbox", name="Language code").press("Enter")
+        browser.wait_idle(page)
+        page.get_by_role("button", name="Register").click()
+        page.wait_for_function("() => document.body.innerText.includes('Registered mytags/sw')", timeout=60_000)
+        browser.wait_idle(page)
+        page.get_by_role("button", name="Compute 1 missing result(s)").click()
+        page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=300_000)
+        browser.wait_idle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert "Head importance on mytags/sw" in page.locator("body").inner_text()
+        browser.full_screenshot(page, ARTIFACTS / "add_data.png")
