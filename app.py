@@ -14,6 +14,7 @@ import streamlit as st
 from headprune_app import cached
 from headprune_app import selection as S
 from headprune_core.config import SETTINGS
+from headprune_core.data.refs import names_task
 from headprune_core.importance import METHODS, NORMALIZATIONS
 from headprune_core.models import EMBEDDED
 from headprune_core.store import cache_root
@@ -81,7 +82,7 @@ def sidebar() -> S.Selection:
                            key=f"setting:{name}", help="cross: fine-tune on one language, test on the others; "
                                                        "multi: fine-tune on every language")
         langs_ok = cached.prepared_languages(task, root)
-        if task in plan.tasks and any(k == task or k.startswith(f"{task}/") for k in plan.sources):
+        if task in plan.tasks and names_task(plan.sources, task):
             langs_ok = list(plan.task_langs(task))  # the plan names where this task's data comes from
         src_default = plan.source_langs[0] if plan.source_langs else "en"
         if langs_ok and src_default not in langs_ok:

@@ -83,21 +83,13 @@ def _model_info(model_id: str, root: str) -> dict:
     except (models.ModelLoadError, ValueError, OSError) as err:
         info["problem"] = str(err)
         return info
+    info["ready"] = True
     if source == "hub":
-        info["problem"] = None
-        info["ready"] = True
         info["description"] = info["description"] or f"Hugging Face Hub model {model_id}"
         return info
     meta = models.read_meta(Path(src)) or {}
     info["note"] = info["note"] or meta.get("note")
     info["description"] = info["description"] or meta.get("description") or f"local model folder {src}"
-    try:
-        config = json.loads((Path(src) / "config.json").read_text())
-        info["n_layers"] = config.get("num_hidden_layers") or config.get("n_layers")
-        info["n_heads"] = config.get("num_attention_heads") or config.get("n_heads")
-        info["ready"] = True
-    except (OSError, ValueError) as err:
-        info["problem"] = f"cannot read {src}/config.json: {err}"
     return info
 
 

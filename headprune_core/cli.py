@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def data_sources(args, *, task: str | None = None, langs: tuple[str, ...] = ()) -> dict:
+def data_sources(args, *, task: str | None = None) -> dict:
     """``{"task" or "task/lang": DataRef}`` from --data / --data-lang / --columns / --format.
 
     A plain SOURCE belongs to ``task`` (restricted to --data-lang when given); TASK=SOURCE and
@@ -292,7 +292,8 @@ def data_sources(args, *, task: str | None = None, langs: tuple[str, ...] = ()) 
 
 
 def _has_source(sources: dict, task: str, lang: str) -> bool:
-    ref = sources.get(f"{task}/{lang}") or sources.get(task)
+    from headprune_core.data.refs import ref_for
+    ref = ref_for(sources, task, lang)
     return ref is not None and not ref.is_embedded
 
 
@@ -307,7 +308,7 @@ def check_run(args, *, langs: tuple[str, ...] = ()) -> tuple[int, int]:
     from headprune_core.models import config_head_shape
     if getattr(args, "finetuned", None):
         args.model = args.finetuned
-    args.sources = data_sources(args, task=args.task, langs=langs)
+    args.sources = data_sources(args, task=args.task)
     info = all_tasks().get(args.task)
     if args.train_langs is None:
         lang = getattr(args, "lang", None)

@@ -37,13 +37,14 @@ OnJob = Callable[[str, bool], None]
 """on_job(what, cached): called before each cached computation (for progress bars)."""
 
 
-def normalize_unit(unit: str, sources=()) -> str:
+def normalize_unit(unit: str, sources: dict | None = None) -> str:
     """``"pos/en"`` stays; a bare task with one language gets it (``"polarity-en"`` -> ``"polarity-en/en"``).
 
-    The task must be built-in or registered, unless ``sources`` (keys of a plan's data sources) names it."""
+    The task must be built-in or registered, unless ``sources`` (a plan's data sources) names it."""
     from headprune_core.data import get_task
+    from headprune_core.data.refs import ref_for
     task, lang = split_unit(unit)
-    if lang is not None and not any(k in (task, f"{task}/{lang}") for k in sources):
+    if lang is not None and ref_for(sources or {}, task, lang) is None:
         get_task(task)
     if lang is None:
         info = get_task(task)

@@ -129,8 +129,8 @@ class Study:
 
     def source_for(self, task: str, lang: str):
         """The data reference of ``task`` in ``lang``: ``task/lang``, then ``task``, then the embedded corpus."""
-        from headprune_core.data.refs import EMBEDDED
-        return self.sources.get(f"{task}/{lang}") or self.sources.get(task) or EMBEDDED
+        from headprune_core.data.refs import EMBEDDED, ref_for
+        return ref_for(self.sources, task, lang) or EMBEDDED
 
     def data(self, task: str, lang: str):
         """The task's ``TaskData`` for one language (splits, labels, kind), from :meth:`source_for`."""
@@ -501,10 +501,10 @@ class StudyPlan:
             value = getattr(self, name)
             if not isinstance(value, tuple) or not value or not all(isinstance(v, str) for v in value):
                 raise ValueError(f"{where}: {name} must be a non-empty list of names, got {value!r}")
-        from headprune_core.data.refs import parse_sources
+        from headprune_core.data.refs import names_task, parse_sources
         refs = parse_sources(self.sources, where=where)
         for task in self.tasks:
-            if not any(k == task or k.startswith(f"{task}/") for k in refs):
+            if not names_task(refs, task):
                 from headprune_core.data import get_task
                 get_task(task)  # no source named: it must be a built-in or registered task
         if not isinstance(self.finetuned, bool):
@@ -556,10 +556,10 @@ class StudyPlan:
 
     def task_langs(self, task: str) -> tuple[str, ...]:
         """The plan's languages that ``task`` has (all of them for a task read from a named source)."""
+        from headprune_core.data.refs import names_task
         from headprune_core.data.registry import all_tasks
         info = all_tasks().get(task)
-        if info is None or "*" in info.languages or any(k == task or k.startswith(f"{task}/")
-                                                          for k in self.sources):
+        if info is None or "*" in info.languages or names_task(self.sources, task):
             return self.langs
         return tuple(lang for lang in self.langs if lang in info.languages)
 

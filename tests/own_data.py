@@ -9,14 +9,14 @@ import json
 import random
 from pathlib import Path
 
-from tests.app.fixture_cache import LEXICON, _sentence
+from tests.app.fixture_cache import LEXICON, make_sentence
 
 SIZES = {"train": 120, "validation": 24, "test": 24}
 
 
 def token_sentences(n: int, *, seed: int = 3, lang: str = "en") -> list[tuple[list[str], list[str]]]:
     rng = random.Random(f"own-{seed}-{lang}")
-    return [(w, t) for w, t, _ in (_sentence(LEXICON[lang], rng) for _ in range(n))]
+    return [(w, t) for w, t, _ in (make_sentence(LEXICON[lang], rng) for _ in range(n))]
 
 
 def text_examples(n: int, *, seed: int = 3) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ import streamlit as st
 from headprune_app import add_data_view as V
 from headprune_app import cached, charts
 from headprune_app import selection as S
+from headprune_core.config import FinetuneConfig
 from headprune_core.data.formats import FORMATS
 
 sel: S.Selection = cached.selection()
@@ -59,7 +60,7 @@ with upload_tab:
                     tagset=None if tagset == "no" else tagset)
         try:
             rep = V.preview(paths, name or "upload", lang or "xx", opts["fmt"], columns, opts["tagset"], sel.model,
-                            sel.plan.train.get("max_length", 128))
+                            sel.plan.train.get("max_length", FinetuneConfig.max_length))
         except cached.problems() as err:
             st.error(f"This file cannot be used as it is: {V.message(err, kept)}")
             st.stop()

@@ -420,15 +420,18 @@ def _write(out: _Output, final: Path | None = None, *, replace: bool = True,
     return final
 
 
-def write_corpus(task: str, lang: str, records: list[dict], meta: dict) -> Path:
+def write_corpus(task: str, lang: str, records: list[dict], meta: dict, *, folder: Path | None = None,
+                 splits: dict[str, list[int]] | None = None) -> Path:
     """Write records (``{"tokens", "tags"}`` or ``{"text", "label"}`` with label NAMES) as an embedded corpus.
 
     ``meta`` needs ``kind`` ("token"/"sentence") and ``labels``; splits, counts and the format version are
-    added. Used by ``prepare_corpora`` and by test fixtures that need a small prepared corpus.
+    added. ``folder`` (default ``cache/corpora/<task>/<lang>``) is replaced atomically; ``splits`` gives each
+    split's record indices (default: the seeded 80/10/10 split). Used by ``prepare_corpora``, by registered
+    user corpora and by test fixtures that need a small prepared corpus.
     """
     if meta.get("kind") not in ("token", "sentence") or not meta.get("labels"):
         raise ValueError("meta needs kind ('token' or 'sentence') and labels")
-    return _write(_Output(task, lang, records, dict(meta)))
+    return _write(_Output(task, lang, records, dict(meta)), folder, splits=splits)
 
 
 def prepare_corpora(*, force: bool = False, progress: bool = True) -> PrepareReport:

@@ -238,8 +238,8 @@ def load_hub_generic(path: str, config: str | None, task: str, lang: str, *, col
     Columns are found by name (``tokens`` + ``ner_tags``/``pos_tags``/``upos``/``tags``; ``text``/``sentence``
     + ``label``) or given; ClassLabel names become the label names; ``dev`` counts as validation; a missing
     validation or test split is carved from train (seed 13, 10% each)."""
-    from headprune_core.data.formats import records_from_rows
-    from headprune_core.data.loading import _from_records
+    from headprune_core.data.formats import find_columns, records_from_rows
+    from headprune_core.data.loading import from_records
     from headprune_core.data.registry import TASKS
 
     spec = HubSpec(path, config)
@@ -252,7 +252,7 @@ def load_hub_generic(path: str, config: str | None, task: str, lang: str, *, col
         if split not in ("train", "validation", "test"):
             continue
         rows = ds.to_list()
-        cols = tuple(columns) or (find_cols(rows) if rows else ())
+        cols = tuple(columns) or (find_columns(list(rows[0]), rows[0]) if rows else ())
         names = {c: n for c in cols if (n := _class_names(ds, c))}
         by_split[split] = records_from_rows(rows, columns=cols, path=f"{path}[{split}]", names=names)
         if labels is None and cols and names.get(cols[-1]):
@@ -266,12 +266,7 @@ def load_hub_generic(path: str, config: str | None, task: str, lang: str, *, col
             by_split[s] = [train[i] for i in sorted(perm[j * n:(j + 1) * n])]
         by_split["train"] = [train[i] for i in sorted(perm[len(missing) * n:])]
     info = TASKS.get(task)
-    data = _from_records(by_split, info, task, lang, kind=None, labels=labels,
+    data = from_records(by_split, info, task, lang, kind=None, labels=labels,
                          meta={"source_kind": "hub", "hub_path": path, "hub_config": config,
                                "columns": list(columns), "carved": missing})
     return data
-
-
-def find_cols(rows: list[dict]) -> tuple[str, ...]:
-    from headprune_core.data.formats import find_columns
-    return find_columns(list(rows[0]), rows[0])

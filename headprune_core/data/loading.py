@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import datasets
 
 from headprune_core.files import read_json
-from headprune_core.data.corpora import PREPARE_HINT, SPLITS, corpus_dir, is_prepared
+from headprune_core.data.corpora import PREPARE_HINT, SPLIT_SEED, SPLITS, corpus_dir, is_prepared, split_indices
 from headprune_core.data.formats import CorpusError, FileFormat, TextRecord, TokenRecord, read_file, read_jsonl
 from headprune_core.data.registry import (SOURCES, TASKS, TaskInfo, UnknownName, check_language, get_task)
 
@@ -120,8 +120,9 @@ def _check_splits(dd: datasets.DatasetDict, where: str) -> None:
             raise CorpusError(f"{where}: the {split!r} split is empty")
 
 
-def _from_records(by_split: Mapping[str, list], task: TaskInfo | None, name: str, lang: str, *,
+def from_records(by_split: Mapping[str, list], task: TaskInfo | None, name: str, lang: str, *,
                   kind: str | None, labels: Sequence[str] | None, meta: dict) -> TaskData:
+    """Records per split -> ``TaskData`` (kind and labels from the arguments, the task, or the records)."""
     first = next((r for recs in by_split.values() for r in recs), None)
     kind = kind or (task.kind if task else None) or ("token" if isinstance(first, TokenRecord) else "sentence")
     if labels is None and task is not None and task.labels:
@@ -142,7 +143,7 @@ def load_embedded(task: str, lang: str) -> TaskData:
         folder = user_dir(task, lang)
         by_split = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS}
         meta = read_json(folder / "meta.json", "registered corpus metadata")
-        return _from_records(by_split, info, task, lang, kind=meta["kind"], labels=meta["labels"],
+        return from_records(by_split, info, task, lang, kind=meta["kind"], labels=meta["labels"],
                              meta={**meta, "source_kind": "registered", "path": str(folder)})
     if "embedded" not in info.sources:
         raise UnknownName(f"task {task!r} has no embedded corpus; its sources: {', '.join(info.sources)}")
@@ -152,7 +153,7 @@ def load_embedded(task: str, lang: str) -> TaskData:
         raise NotPrepared(f"the embedded corpus {task}/{lang} is not prepared (no {folder}); {PREPARE_HINT}")
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     by_split = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS}
-    data = _from_records(by_split, info, task, lang, kind=info.kind, labels=meta["labels"],
+    data = from_records(by_split, info, task, lang, kind=info.kind, labels=meta["labels"],
                          meta={**meta, "source_kind": "embedded", "path": str(folder)})
     return data
 
@@ -168,31 +169,55 @@ def load_local(task: str, lang: str, files, *, format: FileFormat | None = None,
     not in it raises ``ValueError`` naming the file and line. ``tagset`` (e.g. "penn", "stts", "upos") maps
     native tags onto the universal tags first, strictly: a tag missing from the table raises with file:line.
     """
-    if isinstance(files, (str, Path)) or (isinstance(files, (list, tuple)) and len(files) == 1):
-        from headprune_core.data.user import read_splits
-        single = files if isinstance(files, (str, Path)) else files[0]
-        by_split, origin = read_splits([single], format=format, tagset=tagset, **read_kw)
-        if tagset is not None:
-            from headprune_core.data.tagsets import UNIVERSAL_TAGS
-            labels = labels or UNIVERSAL_TAGS
-        return _from_records(by_split, TASKS.get(task), task, lang, kind=kind, labels=labels,
-                             meta={"source_kind": "local", **origin})
-    if isinstance(files, (list, tuple)):
-        if len(files) != 3:
-            raise ValueError(f"local files for {task}/{lang}: give one file (split 80/10/10) or three (train, "
-                             f"validation, test), got {len(files)}")
-        files = dict(zip(SPLITS, files))
-    missing = [s for s in SPLITS if s not in files]
-    if missing:
-        raise ValueError(f"local files for {task}/{lang}: no file for split(s) {', '.join(missing)}; "
-                         f"give files={{'train': ..., 'validation': ..., 'test': ...}}")
-    info = TASKS.get(task)
-    by_split = {s: read_file(files[s], format, **read_kw) for s in SPLITS}
-    for s, recs in by_split.items():
-        if not recs:
-            raise CorpusError(f"{files[s]}: the {s!r} split is empty")
+    if isinstance(files, (str, Path)):
+        files = [files]
+    elif isinstance(files, Mapping):
+        missing = [s for s in SPLITS if s not in files]
+        if missing:
+            raise ValueError(f"local files for {task}/{lang}: no file for split(s) {', '.join(missing)}; "
+                             f"give files={{'train': ..., 'validation': ..., 'test': ...}}")
+        files = [files[s] for s in SPLITS]
+    if len(files) not in (1, 3):
+        raise ValueError(f"local files for {task}/{lang}: give one file (split 80/10/10) or three (train, "
+                         f"validation, test), got {len(files)}")
+    by_split, origin = read_splits(files, format=format, tagset=tagset, **read_kw)
     if tagset is not None:
-        from headprune_core.data.tagsets import UNIVERSAL_TAGS, TagMapper
+        from headprune_core.data.tagsets import UNIVERSAL_TAGS
+        labels = labels or UNIVERSAL_TAGS
+    return from_records(by_split, TASKS.get(task), task, lang, kind=kind, labels=labels,
+                         meta={"source_kind": "local", **origin})
+
+
+def read_splits(files: Sequence[str | Path], *, format: str | None = None, columns: Sequence[str] = (),
+                tagset: str | None = None, seed: int | None = None, **read_kw) -> tuple[dict[str, list], dict]:
+    """Records per split from 1 file (seeded 80/10/10) or 3 files (train, validation, test); every line checked.
+
+    ``tagset`` maps native tags onto the universal tags, strictly (a tag missing from the table raises with
+    file:line); ``read_kw`` goes to the format's reader (e.g. ``column="xpos"`` for CoNLL-U)."""
+    files = [Path(f) for f in files]
+    if len(files) not in (1, 3):
+        raise ValueError(f"give one file (split 80/10/10) or three (train, validation, test), got {len(files)}")
+    kw = {**read_kw, **({"columns": tuple(columns)} if columns else {})}
+    if len(files) == 1:
+        records = read_file(files[0], format, **kw)  # type: ignore[arg-type]
+        if len(records) < 3:
+            raise CorpusError(f"{files[0]}: {len(records)} example(s); a single file is split 80/10/10 and needs "
+                              "at least 3 (better: hundreds)")
+        idx = split_indices(len(records), seed=SPLIT_SEED if seed is None else seed)
+        by_split = {s: [records[i] for i in idx[s]] for s in SPLITS}
+        origin = {"files": [str(files[0])], "split": "seeded 80/10/10"}
+    else:
+        by_split = {s: read_file(f, format, **kw) for s, f in zip(SPLITS, files)}  # type: ignore[arg-type]
+        origin = {"files": [str(f) for f in files], "split": "train/validation/test files"}
+    kinds = {type(r).__name__ for recs in by_split.values() for r in recs}
+    if len(kinds) > 1:
+        raise CorpusError(f"{', '.join(map(str, files))}: some files hold tagged words and others sentences")
+    for split, recs in by_split.items():
+        if not recs:
+            where = files[0] if len(files) == 1 else files[SPLITS.index(split)]
+            raise CorpusError(f"{where}: the {split!r} split is empty")
+    if tagset is not None:
+        from headprune_core.data.tagsets import TagMapper
         mapper = TagMapper(tagset, strict=True)  # type: ignore[arg-type]
         for recs in by_split.values():
             for rec in recs:
@@ -200,9 +225,7 @@ def load_local(task: str, lang: str, files, *, format: FileFormat | None = None,
                     if str(t) not in mapper.table and mapper.key(str(t)) not in mapper.table:
                         raise CorpusError(f"{rec.where(i)}: tag {t!r} is not in the {tagset} table")
                 rec.tags = [mapper.map(str(t)) for t in rec.tags]
-        labels = labels or UNIVERSAL_TAGS
-    return _from_records(by_split, info, task, lang, kind=kind, labels=labels,
-                         meta={"source_kind": "local", "files": {s: str(files[s]) for s in SPLITS}})
+    return by_split, origin
 
 
 def load_task(task: str, lang: str, *, source: str = "embedded", **kw) -> TaskData:

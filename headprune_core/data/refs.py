@@ -120,9 +120,8 @@ def _columns(columns) -> tuple[str, ...]:
     if columns is None:
         return ()
     if isinstance(columns, str):
-        columns = [c for c in columns.split(",")]
-    cols = tuple(str(c).strip() for c in columns if str(c).strip())
-    return cols
+        columns = columns.split(",")
+    return tuple(str(c).strip() for c in columns if str(c).strip())
 
 
 def check_ref(ref: DataRef) -> None:
@@ -178,10 +177,15 @@ def _default_config(task: str, lang: str) -> str | None:
     return task  # GLUE: the config is the task
 
 
-def sources_key(sources: Mapping[str, DataRef]) -> str:
-    """A stable text of a sources mapping (for caches keyed by it)."""
-    import json
-    return json.dumps({k: v.to_json() for k, v in sorted(sources.items())}, sort_keys=True)
+def ref_for(sources: Mapping[str, Any], task: str, lang: str):
+    """The source ``sources`` names for ``task`` in ``lang``: its ``task/lang`` entry, else its ``task`` entry,
+    else None."""
+    return sources.get(f"{task}/{lang}") or sources.get(task)
+
+
+def names_task(sources: Mapping[str, Any], task: str) -> bool:
+    """Whether ``sources`` names a source for ``task`` (in any language)."""
+    return any(k == task or k.startswith(f"{task}/") for k in sources)
 
 
 def parse_sources(sources: Mapping[str, Any] | None, *, where: str = "sources",

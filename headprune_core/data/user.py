@@ -20,8 +20,9 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from headprune_core.data.corpora import SPLITS, _Output, _write, split_indices
+from headprune_core.data.corpora import SPLITS, write_corpus
 from headprune_core.data.formats import CorpusError, TextRecord, TokenRecord
+from headprune_core.data.loading import read_splits
 from headprune_core.store import cache_root
 
 USER_FORMAT = 1
@@ -63,10 +64,14 @@ def registered() -> dict[str, dict[str, dict]]:
     return out
 
 
-def content_fingerprint(folder: Path) -> str:
+def records_fingerprint(records: list[dict], splits: dict[str, list[int]]) -> str:
+    """A short hash of every record (canonical JSON) in each split, in order: what a registration holds."""
+    from headprune_core.config import canonical_json
     h = hashlib.sha256()
     for split in SPLITS:
-        h.update(split.encode() + b"\0" + (folder / f"{split}.jsonl").read_bytes())
+        h.update(split.encode() + b"\0")
+        for i in splits[split]:
+            h.update(canonical_json(records[i]).encode() + b"\n")
     return h.hexdigest()[:16]
 
 
@@ -121,54 +126,10 @@ def register(name: str, lang: str, files: Sequence[str | Path] | None = None, *,
         records += [_as_dict(r) for r in by_split[split]]
     meta = {"kind": kind, "labels": labels, "user": USER_FORMAT, "name": name,
             "description": description or f"user data {name} ({lang})", "origin": origin,
-            "source": f"registered user data: {origin}", "licence": "the user's own data"}
-    out = _Output(name, lang, records, meta)
-    _write(out, final, replace=True, splits=index)
-    meta = json.loads((final / "meta.json").read_text(encoding="utf-8"))
-    meta["fingerprint"] = content_fingerprint(final)
-    from headprune_core.files import write_file_atomic
-    write_file_atomic(final / "meta.json", json.dumps(meta, indent=2, ensure_ascii=False))
-    return meta
-
-
-def read_splits(files: Sequence[str | Path], *, format: str | None = None, columns: Sequence[str] = (),
-                tagset: str | None = None, seed: int | None = None) -> tuple[dict[str, list], dict]:
-    """Records per split from 1 file (seeded 80/10/10) or 3 files (train, validation, test); every line checked."""
-    from headprune_core.data.corpora import SPLIT_SEED
-    from headprune_core.data.formats import read_file
-
-    files = [Path(f) for f in files]
-    if len(files) not in (1, 3):
-        raise ValueError(f"give one file (split 80/10/10) or three (train, validation, test), got {len(files)}")
-    kw = {"columns": tuple(columns)} if columns else {}
-    if len(files) == 1:
-        records = read_file(files[0], format, **kw)  # type: ignore[arg-type]
-        if len(records) < 3:
-            raise CorpusError(f"{files[0]}: {len(records)} example(s); a single file is split 80/10/10 and needs "
-                              "at least 3 (better: hundreds)")
-        idx = split_indices(len(records), seed=SPLIT_SEED if seed is None else seed)
-        by_split = {s: [records[i] for i in idx[s]] for s in SPLITS}
-        origin = {"files": [str(files[0])], "split": "seeded 80/10/10"}
-    else:
-        by_split = {s: read_file(f, format, **kw) for s, f in zip(SPLITS, files)}  # type: ignore[arg-type]
-        origin = {"files": [str(f) for f in files], "split": "train/validation/test files"}
-    kinds = {type(r).__name__ for recs in by_split.values() for r in recs}
-    if len(kinds) > 1:
-        raise CorpusError(f"{', '.join(map(str, files))}: some files hold tagged words and others sentences")
-    for split, recs in by_split.items():
-        if not recs:
-            where = files[0] if len(files) == 1 else files[SPLITS.index(split)]
-            raise CorpusError(f"{where}: the {split!r} split is empty")
-    if tagset is not None:
-        from headprune_core.data.tagsets import TagMapper
-        mapper = TagMapper(tagset, strict=True)  # type: ignore[arg-type]
-        for recs in by_split.values():
-            for rec in recs:
-                for i, t in enumerate(rec.tags):
-                    if str(t) not in mapper.table and mapper.key(str(t)) not in mapper.table:
-                        raise CorpusError(f"{rec.where(i)}: tag {t!r} is not in the {tagset} table")
-                rec.tags = [mapper.map(str(t)) for t in rec.tags]
-    return by_split, origin
+            "source": f"registered user data: {origin}", "licence": "the user's own data",
+            "fingerprint": records_fingerprint(records, index)}
+    write_corpus(name, lang, records, meta, folder=final, splits=index)
+    return json.loads((final / "meta.json").read_text(encoding="utf-8"))
 
 
 def _check_labels(by_split: dict[str, list], labels: list[str], kind: str) -> None:

@@ -61,7 +61,7 @@ def _place(lex, rng) -> tuple[list[str], list[str]]:
     return ([rng.choice(lex["amb"])], ["NOUN"]) if rng.random() < 0.5 else _name(lex, rng)
 
 
-def _sentence(lex: dict, rng: random.Random) -> tuple[list[str], list[str], list[bool]]:
+def make_sentence(lex: dict, rng: random.Random) -> tuple[list[str], list[str], list[bool]]:
     """One sentence: words, universal POS tags, proper-noun flags."""
     pick = rng.choice
     kind = rng.randrange(5)
@@ -104,7 +104,7 @@ def write_corpora(langs=(*LANGS, EXTRA_LANG), *, seed: int = 7) -> None:
 
     for lang in langs:
         rng = random.Random(f"{seed}-{lang}")
-        sents = [_sentence(LEXICON[lang], rng) for _ in range(SIZES[lang])]
+        sents = [make_sentence(LEXICON[lang], rng) for _ in range(SIZES[lang])]
         notes = ["synthetic test fixture (generated), not real data"]
         if lang == "de":
             notes.append("small on purpose, like de-tiger (only 250 sentences): German scores are noisy")
