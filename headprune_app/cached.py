@@ -287,7 +287,7 @@ def _mask_key(mask) -> tuple:
 def _measure(ft_key: str, mask: tuple, task: str, lang: str, _st: Study, _ft) -> dict:
     import torch
 
-    from headprune_core.evaluate import measure_speed
+    from headprune_core.speed import measure_speed
     with compute_lock():
         model = _st.finetuned(_ft)
         batch = _st.eval_batches(task, lang, "test", 32, max_length=_ft.max_length, batch_size=32)[-1]  # longest

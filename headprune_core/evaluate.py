@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import time
 from typing import Callable, Literal, Sequence, get_args
 
 import numpy as np
@@ -226,37 +225,8 @@ def curve(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str]
             "n_seeds": len(seeds) if strategy == "random" else 1}
 
 
-# --- physical pruning: size and speed ------------------------------------------------------------------------
+# --- physical pruning (timing: headprune_core.speed) ------------------------------------------------
 
 def pruned_copy(model: torch.nn.Module, mask: torch.Tensor) -> torch.nn.Module:
     """A deep copy of ``model`` with the masked heads physically removed (the original is untouched)."""
     return prune_heads(copy.deepcopy(model), mask)
-
-
-def measure_speed(model: torch.nn.Module, mask: torch.Tensor, batch: dict, *, repeats: int = 5) -> dict:
-    """Parameters and median forward latency of the full model vs a physically pruned copy, in one run."""
-    device = next(model.parameters()).device
-    small = pruned_copy(model, mask)
-    inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device),
-              "task": batch.get("task")}
-
-    def timed(m) -> float:
-        times = []
-        with torch.no_grad():
-            m(**inputs)  # warm-up
-            for _ in range(repeats):
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                m(**inputs)
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                times.append(time.perf_counter() - t0)
-        return float(np.median(times)) * 1000
-
-    full_ms, pruned_ms = timed(model), timed(small)
-    return {"params_full": count_parameters(model), "params_pruned": count_parameters(small),
-            "latency_full_ms": full_ms, "latency_pruned_ms": pruned_ms,
-            "speedup": full_ms / pruned_ms if pruned_ms > 0 else float("nan"),
-            "heads_pruned": int((mask == 0).sum()), "batch_shape": list(inputs["input_ids"].shape),
-            "device": device.type}

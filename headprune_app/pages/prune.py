@@ -136,11 +136,25 @@ if st.button("Measure size and latency", key="measure") or ss.get("measured") ==
     p1.metric("parameters", f"{sp['params_pruned'] / 1e6:.2f} M",
               delta=f"{100 * (sp['params_pruned'] / sp['params_full'] - 1):.1f}% of {sp['params_full'] / 1e6:.2f} M",
               delta_color="inverse")
-    p2.metric("latency (median of 5)", f"{sp['latency_pruned_ms']:.1f} ms", delta=f"full: {sp['latency_full_ms']:.1f} ms",
-              delta_color="off")
-    p3.metric("speed-up", f"{sp['speedup']:.2f}x")
+    lo, hi = sp["latency_pruned_iqr_ms"]
+    p2.metric(f"latency (median of {sp['repeats']})", f"{sp['latency_pruned_ms']:.1f} ms",
+              delta=f"full: {sp['latency_full_ms']:.1f} ms", delta_color="off",
+              help=f"Pruned model: quartiles {lo:.1f} to {hi:.1f} ms. Both models timed in alternation, "
+                   "round by round, after a warm-up.")
+    faster = sp["speedup_q25"] > 1
+    p3.metric("speed-up", f"{sp['speedup']:.2f}x",
+              delta=f"{sp['speedup_q25']:.2f} to {sp['speedup_q75']:.2f} (quartiles)",
+              delta_color="normal" if faster else ("inverse" if sp["speedup_q75"] < 1 else "off"),
+              help="Median of the per-round ratios full / pruned, with their quartiles. Green: faster in more "
+                   "than three rounds of four; red: slower.")
+    limit = sp["flop_limit"]
     st.caption(f"One forward pass of a batch of shape {sp['batch_shape']} on {sp['device']}, measured now on this "
-               "machine. Embeddings are untouched by head pruning (most of a multilingual model's parameters).")
+               f"machine. FLOP limit for this mask at {sp['batch_shape'][1]} tokens: {limit:.2f}x (removing heads "
+               "removes their projections and attention scores only; embeddings and FFN stay, and embeddings hold "
+               "most of a multilingual model's parameters).")
+    if sp["speedup_q25"] > limit:
+        st.caption(f"Measured above the FLOP limit: the heads' reshapes, softmax and memory traffic take a larger "
+                   "share of the time than of the FLOPs at this size (see bench/RESULTS.md, 'Physical pruning').")
 else:
     st.caption("Removes the pruned heads for real (a copy; the shared model is untouched) and times both models.")
 

@@ -9,7 +9,7 @@ from seqeval.metrics import accuracy_score, f1_score
 from seqeval.scheme import IOB2
 
 from headprune_core.classifier import HeadedEncoder, TaskHead
-from headprune_core.evaluate import (curve, default_steps, evaluate, layer_mask, measure_speed, order_by,
+from headprune_core.evaluate import (curve, default_steps, evaluate, layer_mask, order_by,
                                      score_predictions, strategy_mask)
 from headprune_core.train import batches, finetune
 from tests.tiny_models import tiny_encoder
@@ -110,15 +110,3 @@ def test_mask_changes_metric_and_curve_shape():
     assert r["n_seeds"] == 3 and r["std"][0] == 0.0
     lay = curve(model, batches, ["A", "B", "C"], kind="token", strategy="layers")
     assert lay["labels"] == ["bottom", "middle", "top"]
-
-
-def test_measure_speed_prunes_a_copy():
-    model, batches = _model_and_batches()
-    mask = torch.ones(2, 4)
-    mask[0, :3] = 0
-    res = measure_speed(model, mask, batches[0], repeats=2)
-    hidden, head_dim = 32, 8  # each head: q, k, v rows (weights and biases) and its output-projection columns
-    per_head = 3 * (head_dim * hidden + head_dim) + hidden * head_dim
-    assert res["params_full"] - res["params_pruned"] == 3 * per_head and res["heads_pruned"] == 3
-    assert res["speedup"] == pytest.approx(res["latency_full_ms"] / res["latency_pruned_ms"])
-    assert model.encoder.encoder.layer[0].attention.self.num_attention_heads == 4  # original untouched
