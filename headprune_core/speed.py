@@ -66,7 +66,8 @@ def paired_ratios(numerator: list[float], denominator: list[float]) -> list[floa
     return [a / b for a, b in zip(numerator, denominator) if b > 0]
 
 
-def _sizes(model: torch.nn.Module) -> tuple[int, int]:
+def hidden_sizes(model: torch.nn.Module) -> tuple[int, int]:
+    """(hidden size, FFN inner size) of the encoder, whatever its family calls them."""
     config = base_model(model).config
     hidden = getattr(config, "hidden_size", None) or getattr(config, "dim")
     ffn = getattr(config, "intermediate_size", None) or getattr(config, "hidden_dim")
@@ -85,7 +86,7 @@ def encoder_flops(model: torch.nn.Module, seq: int, *, mask: torch.Tensor | None
     part alike, so ratios do not depend on it. ``elementwise=False`` counts matrix products only (what
     ``torch.utils.flop_counter`` counts; the tests compare the two).
     """
-    hidden, ffn = _sizes(model)
+    hidden, ffn = hidden_sizes(model)
     d = head_dim(model)
     present = present_mask(model)
     if mask is not None:

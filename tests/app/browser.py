@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -34,8 +34,11 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def streamlit_server(cache: str | Path, *, port: int | None = None, log: Path | None = None,
-                     timeout: float = 90) -> Iterator[str]:
-    """``streamlit run app.py`` on localhost with ``HEADPRUNE_CACHE=cache``; yields its base URL."""
+                     timeout: float = 90, on_start: Callable[[subprocess.Popen], None] | None = None
+                     ) -> Iterator[str]:
+    """``streamlit run app.py`` on localhost with ``HEADPRUNE_CACHE=cache``; yields its base URL.
+
+    ``on_start(process)`` is called once the server process exists (the benchmark reads its peak memory)."""
     port = port or free_port()
     env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
     out = open(log, "w") if log else subprocess.DEVNULL
@@ -43,6 +46,8 @@ def streamlit_server(cache: str | Path, *, port: int | None = None, log: Path | 
                              "--server.address", "localhost", "--server.headless", "true",
                              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
                             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if on_start is not None:
+        on_start(proc)
     url = f"http://localhost:{port}"
     try:
         deadline = time.time() + timeout
@@ -225,3 +230,21 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def timed_slider_press(page, key: str, total: int, timeout: float = 300_000) -> tuple[int, float]:
+    """Press ``key`` on the prune page's k slider; seconds until the new metric for that k is on screen and the
+    run is over (no fixed sleeps: the clock stops when the metric's label names the new k). Returns (k, s)."""
+    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    before = int(thumb.get_attribute("value"))
+    thumb.focus()
+    start = time.perf_counter()
+    thumb.press(key)
+    k = int(thumb.get_attribute("value"))
+    if k == before:
+        raise ValueError(f"pressing {key} left the slider at k = {k}")
+    page.wait_for_function(
+        "want => { const m = document.querySelector('[data-testid=\"stMetric\"]');"
+        f" return m && m.innerText.includes(want) && ({IDLE_JS})(); }}",
+        arg=f"{k} of {total} heads pruned", timeout=timeout)
+    return k, time.perf_counter() - start
