@@ -5,7 +5,8 @@
     python -m bench --quick              # small sizes, every code path, under 2 minutes (CI); writes to a temp dir
 
 Sections: scoring (gate_grad vs a bertology-style reference), masks (a new mask vs a plain forward pass; a cached
-point), pruning (latency of physically pruned models vs the FLOP limit), demo (cold/warm demo study, dashboard
+point), pruning (latency of physically pruned models vs the FLOP limit), panel (the
+dashboard's latency estimate, former and current, repeated), demo (cold/warm demo study, dashboard
 memory and slider time in a real browser). Absolute times on a shared 2-core machine are noisy: every section
 compares ratios measured in one run, interleaved, and reports medians with their spread.
 """
@@ -23,7 +24,9 @@ from pathlib import Path
 from bench import report
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ("scoring", "masks", "pruning", "demo")
+SECTIONS = ("scoring", "masks", "pruning", "panel", "demo")
+MODULES = {"panel": "pruning"}
+RUNNERS = {"panel": "panel_estimators"}
 HEADER = """# headprune benchmarks
 
 Written by `python -m bench` (each section says which command measured it and when). Times are medians of
@@ -54,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
                                            else results / "RESULTS.md")
     command = "python -m bench " + shlex.join(argv if argv is not None else sys.argv[1:])
     for name in names:
-        module = importlib.import_module(f"bench.{name}")
+        module = importlib.import_module(f"bench.{MODULES.get(name, name)}")
+        run = getattr(module, RUNNERS.get(name, "run"))
         kwargs = {"quick": args.quick}
         if name == "demo":
             kwargs.update(work=results / "demo-work", browser_too=not (args.no_browser or args.quick))
@@ -62,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             kwargs.update(model=args.model, device=args.device)
         print(f"== {name} ...", flush=True)
         start = time.perf_counter()
-        section = report.stamp(module.run(**kwargs), command.strip(), time.perf_counter() - start)
+        section = report.stamp(run(**kwargs), command.strip(), time.perf_counter() - start)
         report.save(section, results)
         print(report.render_section(section), flush=True)
     out.write_text(report.render(report.load_all(results, list(SECTIONS)), HEADER))

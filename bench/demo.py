@@ -20,22 +20,24 @@ from pathlib import Path
 from bench.report import Goal, Section
 
 REPO = Path(__file__).resolve().parents[1]
-QUICK_STUDY = ["--langs", "en", "--tasks", "pos", "--sentences", "40"]
+QUICK_STUDY = ["--langs", "en", "--tasks", "pos", "--sentences", "8"]
 
 
-def run_measured(cmd: list[str], env: dict, log: Path) -> dict:
-    """Run ``cmd``; its wall time and peak resident memory (its own, or its largest child's, from wait4)."""
+def run_measured(args: list[str], env: dict, log: Path) -> dict:
+    """Run ``python -m ARGS``; its wall time and its own peak resident memory (see :mod:`bench.peak`)."""
+    peak_file = log.with_suffix(".peak")
+    peak_file.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "bench.peak", str(peak_file), *args]
     start = time.perf_counter()
     with open(log, "a") as out:
-        out.write(f"$ {' '.join(cmd)}\n")
+        out.write(f"$ python -m {' '.join(args)}\n")
         out.flush()
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed with exit code {code}; its output is in {log}")
-    return {"seconds": seconds, "peak_mb": usage.ru_maxrss / 1024}  # Linux reports KiB
+    if proc.returncode != 0:
+        raise RuntimeError(f"python -m {' '.join(args)} failed with exit code {proc.returncode}; its output "
+                           f"is in {log}")
+    return {"seconds": seconds, "peak_mb": int(peak_file.read_text()) / 1024}
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -91,16 +93,15 @@ def run(*, quick: bool = False, work: Path | None = None, browser_too: bool = Tr
         shutil.rmtree(cache)
     log = work / "demo.log"
     env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false"}
-    py = [sys.executable, "-m", "headprune_core"]
-    study = [*py, "study", "demo", *(QUICK_STUDY if quick else [])]
+    study = ["headprune_core", "study", "demo", *(QUICK_STUDY if quick else [])]
     if quick:
         _linked_cache(cache)
     rows, res = [], {}
     for phase in ("cold", "warm"):
-        for step, cmd in (("prepare", [*py, "prepare"]), ("study demo", study)):
-            r = run_measured(cmd, env, log)
+        for step, args in (("prepare", ["headprune_core", "prepare"]), ("study demo", study)):
+            r = run_measured(args, env, log)
             res[(phase, step)] = r
-            rows.append([phase, f"`{' '.join(cmd[2:])}`", r["seconds"], r["peak_mb"]])
+            rows.append([phase, f"`python -m {' '.join(args)}`", r["seconds"], r["peak_mb"]])
     dash = {}
     if browser_too:
         dash = dashboard(cache, work / "streamlit.log")
@@ -116,18 +117,20 @@ def run(*, quick: bool = False, work: Path | None = None, browser_too: bool = Tr
     cold = res[("cold", "prepare")]["seconds"] + res[("cold", "study demo")]["seconds"] + dash.get("first_page_s", 0)
     warm = res[("warm", "prepare")]["seconds"] + res[("warm", "study demo")]["seconds"]
     peak = max([r["peak_mb"] for r in res.values()] + [dash.get("server_peak_mb", 0)])
-    what = "quick study (en POS, 40 sentences, prepared model linked)" if quick else "demo study"
+    what = "quick study (en POS, 8 sentences, prepared model linked)" if quick else "demo study"
     goals = [Goal("cold start to the dashboard (prepare + study + first page)", "<= 15 min",
                   f"{cold / 60:.1f} min", cold <= 900 if not quick else None),
              Goal("warm: prepare + study demo again (all cached)", "<= 10 s", f"{warm:.1f} s", warm <= 10 if not quick else None),
              Goal("peak resident memory (study, prepare, dashboard server)", "<= 4 GB", f"{peak / 1024:.2f} GB",
                   peak <= 4096 if not quick else None)]
     notes = [f"What ran: {what}, cache folder {cache} (empty at the start: cold). Peak memory of a command is "
-             "its process's high-water mark (wait4's ru_maxrss); of the dashboard, the server's VmHWM after "
+             "its own process's high-water mark (VmHWM, via bench.peak); of the dashboard, the server's VmHWM after "
              "every page was visited twice and the slider moved.",
              "Each warm command is a new Python process: most of its time is importing torch and transformers "
              "and loading the model."]
     if browser_too:
+        notes.append("Page times come from the browser test's page tour and include its 0.8 s of fixed settling "
+                     "waits per page; the slider times below have none.")
         notes.append("Slider times run from the key press to the moment the metric's label names the new k and "
                      "the script run is over, in headless Chromium on the same 2 cores as the server.")
     return Section("demo", "Demo study and dashboard: cold and warm", ["phase", "step", "wall s", "peak MiB"],

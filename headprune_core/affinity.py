@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.stats import kendalltau, spearmanr
 
 from headprune_core.importance import normalise
 
@@ -26,6 +25,9 @@ def gradts_map(raw: np.ndarray) -> np.ndarray:
 
 def correlation_matrix(maps: dict[str, np.ndarray], *, kind: str = "kendall") -> tuple[list[str], np.ndarray]:
     """Task x task Kendall tau (or Spearman rho) between the flattened maps; the diagonal is 1."""
+    from scipy.stats import kendalltau, spearmanr  # here: scipy.stats takes seconds to import, and most
+    # commands that import this module (every `study`) never correlate anything
+
     fn = {"kendall": kendalltau, "spearman": spearmanr}.get(kind)
     if fn is None:
         raise ValueError(f"unknown correlation {kind!r}; known: kendall, spearman")

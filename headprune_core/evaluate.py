@@ -12,8 +12,6 @@ from typing import Callable, Literal, Sequence, get_args
 
 import numpy as np
 import torch
-from seqeval.metrics import classification_report, f1_score
-from seqeval.scheme import IOB2
 from tqdm.auto import tqdm
 
 from headprune_core.config import STRATEGIES
@@ -43,6 +41,9 @@ def score_predictions(gold: list[list[int]] | list[int], pred: list[list[int]] |
     if kind == "token" and is_bio(labels):
         g = [[labels[i] for i in s] for s in gold]
         p = [[labels[i] for i in s] for s in pred]
+        from seqeval.metrics import classification_report, f1_score  # here: it imports scikit-learn (2.5 s),
+        from seqeval.scheme import IOB2  # which a run that finds everything cached never needs
+
         report = classification_report(g, p, mode="strict", scheme=IOB2, output_dict=True, zero_division=0)
         score = 100 * f1_score(g, p, mode="strict", scheme=IOB2, zero_division=0)
         per = {k: {m: float(v) for m, v in d.items()} for k, d in report.items()}

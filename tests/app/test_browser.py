@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -35,8 +36,12 @@ def test_slider_changes_the_metric_in_a_real_browser(server):
         browser.move_slider(page, "Home")  # k = 0: the unpruned model
         unpruned = browser.metric_text(page)
         assert unpruned == browser.metric_text(page, 1)
-        browser.move_slider(page, "End", wait_change_of=unpruned)  # k = every head
+        k, seconds = browser.timed_slider_press(page, "End", 12)  # k = every head: a new evaluation
+        (ARTIFACTS / "slider_timing.json").write_text(json.dumps(
+            {"what": "key press to the new metric on screen, fixture model (3x4 heads)", "k": k,
+             "seconds": seconds}))
         pruned = browser.metric_text(page)
+        assert k == 12 and 0 < seconds < 120
         assert pruned != unpruned
         assert "12 of 12 heads pruned" in page.locator('[data-testid="stMetric"]').first.inner_text()
         browser.full_screenshot(page, ARTIFACTS / "prune_all_heads.png")

@@ -1,0 +1,51 @@
+"""``python -m bench --quick``: every benchmark section runs on the real model at small sizes (so the benchmark
+code cannot rot), and what each must hold whatever the timing noise does holds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--results", str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return out, {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
+
+
+def test_every_section_is_written(quick):
+    out, sections = quick
+    assert set(sections) == {"scoring", "masks", "pruning", "panel", "demo"}
+    text = (out / "RESULTS.md").read_text()
+    for s in sections.values():
+        assert f"## {s['title']}" in text and s["command"].startswith("python -m bench --quick")
+        assert s["rows"] and s["machine"]
+
+
+def test_scoring_maps_agree_with_the_reference(quick):
+    goals = {g["what"]: g for g in quick[1]["scoring"]["goals"]}
+    assert goals["Spearman, gate_grad vs reference (same batches)"]["met"] is True
+    assert goals["Spearman, gate_grad one sentence a batch vs bertology's protocol"]["met"] is True
+
+
+def test_pruned_parameter_counts_are_exact(quick):
+    rows = quick[1]["pruning"]["rows"]
+    assert {r[0] for r in rows} == {"sdpa", "eager"} and all(r[-1] is True for r in rows)
+    for r in rows:
+        assert r[7] > 1.0  # FLOP limit of removing half the heads
+
+
+def test_demo_commands_ran_cold_then_warm(quick):
+    rows = quick[1]["demo"]["rows"]
+    assert [r[0] for r in rows] == ["cold", "cold", "warm", "warm"]
+    assert all(r[2] > 0 and r[3] > 100 for r in rows)  # seconds, and a Python process with torch is > 100 MiB
