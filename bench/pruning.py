@@ -170,7 +170,7 @@ def panel_estimators(*, model: str = "me5-small", device: str = "auto", quick: b
     measurements of the same pruned model land? (The issue saw 1.41x at 72 of 144 heads.)"""
     from headprune_core.speed import measure_speed
 
-    trials = 2 if quick else 8
+    trials = 1 if quick else 8
     st = workload.study(model)
     m = workload.model(st, device=device)  # default attention, as the dashboard loads it
     n = 4 if quick else 32  # the panel's batch: 32 test sentences
