@@ -24,7 +24,8 @@ from bench.report import Goal, Section
 from headprune_core.device import autocast, pick_device
 from headprune_core.evaluate import pruned_copy, strategy_mask
 from headprune_core.heads import adapter_for, count_parameters, encoder_layers, head_dim, head_shape
-from headprune_core.speed import flop_limit, hidden_sizes, interleaved, paired_ratios, spread
+from headprune_core.speed import (flop_limit, forward_fn, hidden_sizes, interleaved, paired_ratios, spread,
+                                  synchronize)
 
 FRACTIONS = (0.25, 0.5, 0.75)
 
@@ -47,15 +48,13 @@ def attention_time(model, inputs: dict, device, rounds: int = 3) -> tuple[list[f
 
     def pre(key):
         def hook(module, args):
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            synchronize(device)
             starts[key] = time.perf_counter()
         return hook
 
     def post(key, layer):
         def hook(module, args, output):
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            synchronize(device)
             spent[current[0]][layer] += time.perf_counter() - starts[key]
         return hook
 
@@ -105,16 +104,10 @@ def run(*, model: str = "me5-small", device: str = "auto", quick: bool = False) 
             for seq in seqs:
                 inputs = {"input_ids": torch.randint(5, 1000, (batch, seq), generator=g).to(dev),
                           "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=dev)}
-
-                def fwd(x):
-                    def go():
-                        with torch.no_grad(), autocast(dev):
-                            x(**inputs)
-                    return go
                 per_layer, total = attention_time(m, inputs, dev)
                 repeats = 3 if quick else (5 if total > 1.0 else 11)
-                times = interleaved({"full": fwd(m), **{f: fwd(small[f]) for f in fractions}}, repeats=repeats,
-                                    warmup=1, device=dev)
+                variants = {"full": forward_fn(m, inputs), **{f: forward_fn(small[f], inputs) for f in fractions}}
+                times = interleaved(variants, repeats=repeats, warmup=1, device=dev)
                 full_ms = spread(times["full"])["median"] * 1000
                 for f in fractions:
                     r = spread(paired_ratios(times["full"], times[f]))

@@ -26,7 +26,8 @@ SOFTMAX_FLOPS = 5  # per attention score: max, subtract, exp, sum, divide
 LAYERNORM_FLOPS = 8  # per element: mean, variance, normalise, scale, shift
 
 
-def _sync(device: torch.device | None) -> None:
+def synchronize(device: torch.device | None) -> None:
+    """Wait for queued GPU work (a no-op on the CPU), so a timer stops when the work is really done."""
     if device is not None and device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -41,17 +42,27 @@ def interleaved(fns: dict[str, Callable[[], object]], *, repeats: int = 7, warmu
     for _ in range(warmup):
         for name in names:
             fns[name]()
-    _sync(device)
+    synchronize(device)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
-            _sync(device)
+            synchronize(device)
             start = time.perf_counter()
             fns[name]()
-            _sync(device)
+            synchronize(device)
             times[name].append(time.perf_counter() - start)
     return times
+
+
+def forward_fn(model: torch.nn.Module, inputs: dict) -> Callable[[], None]:
+    """A no-argument forward pass of ``model`` on ``inputs`` (no gradients, autocast where safe), to be timed."""
+    device = next(model.parameters()).device
+
+    def run() -> None:
+        with torch.no_grad(), autocast(device):
+            model(**inputs)
+    return run
 
 
 def spread(values) -> dict:
@@ -120,19 +131,13 @@ def measure_speed(model: torch.nn.Module, mask: torch.Tensor, batch: dict, *, re
     inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device),
               "task": batch.get("task")}
 
-    def forward(m):
-        def run():
-            with torch.no_grad(), autocast(device):
-                m(**inputs)
-        return run
-
-    was = model.training, small.training
+    was = model.training
     model.eval(), small.eval()
     try:
-        times = interleaved({"full": forward(model), "pruned": forward(small)}, repeats=repeats, warmup=warmup,
-                            device=device)
+        times = interleaved({"full": forward_fn(model, inputs), "pruned": forward_fn(small, inputs)},
+                            repeats=repeats, warmup=warmup, device=device)
     finally:
-        model.train(was[0])
+        model.train(was)
     full, pruned = spread(times["full"]), spread(times["pruned"])
     ratio = spread(paired_ratios(times["full"], times["pruned"]))
     return {"params_full": count_parameters(model), "params_pruned": count_parameters(small),
