@@ -175,16 +175,7 @@ def state(st_: Study, cfg: RunConfig) -> str:
 
 def runner(st_: Study, cfg: RunConfig) -> Callable[[], Any]:
     """The core call that computes (and stores) ``cfg``; a corrupt entry is replaced."""
-    kind = cfg.kind
-    if kind == "finetune":
-        return lambda: st_.finetuned(cfg)
-    if kind == "score":
-        return lambda: st_.scores(cfg)
-    if kind == "eval":
-        return lambda: st_.evaluation(cfg)
-    if kind == "curve":
-        return lambda: st_.curve(cfg)
-    raise ValueError(f"the dashboard cannot compute {kind!r} runs; use the CLI")
+    return lambda: st_.compute(cfg)
 
 
 def run_jobs(st_: Study, jobs: Sequence[tuple[str, Callable[[], Any]]], *, title: str = "Computing") -> bool:

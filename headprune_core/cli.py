@@ -184,6 +184,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None)
     _data_args(p, keyed=True)
 
+    p = sub.add_parser("sweep", help="run a grid of studies (models x data x tasks x languages x settings x seeds "
+                                     "...) on Ray, one task per cached job, into one shared cache")
+    p.add_argument("spec", help="sweep spec (JSON): study-plan fields plus models, data, seeds, resources "
+                                "(README: Sweeps)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the jobs, what is cached and an estimated time from measured job times; run nothing")
+    p.add_argument("--address", default=None,
+                   help="an existing Ray cluster (e.g. HOST:6379 from 'ray start --head'); default: a local cluster "
+                        "started for this run")
+    p.add_argument("--cpus", type=_count, default=None, help="CPUs of the local cluster (default: all)")
+    p.add_argument("--gpus", type=_natural, default=None, help="GPUs of the local cluster (default: all found)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--cache", default=None, help="the shared cache folder (the same path on every node)")
+
     p = sub.add_parser("affinity", help="GradTS task affinity: per-unit head maps, Kendall tau, auxiliary ranking")
     _gradts_args(p)
     p.add_argument("--primary", default=None, help="rank auxiliary units for this unit (default: the plan's)")
@@ -532,6 +546,35 @@ def _print_tau(names, tau, kind: str) -> None:
     print(f"off-diagonal: min {off.min():.3f}, mean {off.mean():.3f}, max {off.max():.3f}")
 
 
+def cmd_sweep(args) -> int:
+    from tqdm.auto import tqdm
+
+    from headprune_core.sweep import SweepSpec, build_graph, dry_run, format_dry_run, run_sweep
+    spec = SweepSpec.from_file(args.spec)
+    graph = build_graph(spec, device=args.device)
+    if args.dry_run:
+        print(format_dry_run(dry_run(graph, slots=args.cpus)))
+        return 0
+    counts = graph.counts()
+    bar = tqdm(desc=f"sweep {spec.name}", unit="job", total=len(graph.nodes), initial=counts["cached"])
+
+    def on_event(node, g) -> None:
+        bar.total = len(g.nodes)
+        if node.state in ("done", "failed", "skipped", "cached"):
+            bar.update(1)
+        bar.set_postfix_str(f"{node.state}: {node.what}"[:80])
+
+    res = run_sweep(graph, address=args.address, cpus=args.cpus, gpus=args.gpus, on_event=on_event)
+    bar.close()
+    print(f"{res.jobs} jobs: {res.cached} were cached, {res.computed} computed, {len(res.failed)} failed, "
+          f"{len(res.skipped)} skipped; {res.seconds:.1f} s (Ray start {res.ray_seconds:.1f} s)")
+    for node in res.failed:
+        print(f"  failed after {node.attempts} attempt(s): {node.what}: {node.error}", file=sys.stderr)
+    for node in res.skipped:
+        print(f"  skipped: {node.what}: {node.error}", file=sys.stderr)
+    return 0 if res.ok else 1
+
+
 def cmd_affinity(args) -> int:
     from headprune_core.affinity import rank_auxiliary, select_threshold
     plan = _gradts_plan(args.plan, args)
@@ -768,7 +811,8 @@ def cmd_export(args) -> int:
     return 0
 
 
-COMMANDS = {"prepare": cmd_prepare, "tasks": cmd_tasks, "data": cmd_data, "study": cmd_study, "affinity": cmd_affinity,
+COMMANDS = {"prepare": cmd_prepare, "tasks": cmd_tasks, "data": cmd_data, "study": cmd_study, "sweep": cmd_sweep,
+            "affinity": cmd_affinity,
             "gradts": cmd_gradts, "finetune": cmd_finetune,
             "score": cmd_score, "curve": cmd_curve, "evaluate": cmd_evaluate, "refinetune": cmd_refinetune,
             "prune": cmd_prune, "ls": cmd_ls, "show": cmd_show, "rm": cmd_rm, "export": cmd_export}

@@ -344,3 +344,26 @@ class RefinetuneConfig(RunConfig):
         _choice(self.normalize, NORMALIZATIONS, "normalisation")
         _require(isinstance(self.max_k, int) and self.max_k >= 0, f"max_k must be 0 or more, got {self.max_k!r}")
         _count(self.max_sentences, "max_sentences")
+
+
+CONFIG_KINDS: dict[str, type[RunConfig]] = {c.kind: c for c in (FinetuneConfig, ScoreConfig, CurveConfig, EvalConfig,
+                                                                  GradTSConfig, RefinetuneConfig)}
+"""Every kind of run configuration, by its ``kind``."""
+
+
+def config_from_dict(kind: str, data: dict) -> RunConfig:
+    """The run configuration of ``kind`` from its ``to_dict`` form (e.g. a stored ``config.json``)."""
+    if kind not in CONFIG_KINDS:
+        raise ValueError(f"unknown kind of run {kind!r}; known: {', '.join(CONFIG_KINDS)}")
+    return CONFIG_KINDS[kind].from_dict(data)
+
+
+def nested_configs(cfg: RunConfig) -> list[RunConfig]:
+    """The run configurations ``cfg`` is computed from (its fine-tune, its ranking's scores), innermost first:
+    the results a job reads before it can run."""
+    out: list[RunConfig] = []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if isinstance(value, RunConfig):
+            out += [c for c in nested_configs(value) + [value] if c not in out]
+    return out

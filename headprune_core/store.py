@@ -69,6 +69,7 @@ class Entry:
     created: float
     artifacts: tuple[str, ...]
     schema: int | None = SCHEMA_VERSION  # entries of another schema are never read (their keys are not asked)
+    seconds: float | None = None  # how long the computation took (None: not recorded, older entries)
 
     @property
     def stale(self) -> bool:
@@ -130,8 +131,11 @@ class Store:
             log.warning("cache entry %s is corrupt (%s); it will be recomputed", path, err)
             return None
 
-    def put(self, cfg: RunConfig, artifacts: dict[str, Any]) -> Path:
+    def put(self, cfg: RunConfig, artifacts: dict[str, Any], *, seconds: float | None = None) -> Path:
         """Write ``artifacts`` for ``cfg`` atomically; return the entry folder.
+
+        ``seconds`` (how long the computation took) is recorded beside the artifacts, outside the key: sweeps
+        estimate the time of what is still to compute from it.
 
         Refuses a config with an empty fingerprint (its key would not say what data or model it describes).
         An existing valid entry is kept (another process finished first); a corrupt one is replaced.
@@ -148,7 +152,8 @@ class Store:
                  "config": cfg.to_dict()}, indent=2, sort_keys=True, ensure_ascii=False), encoding="utf-8")
             records = [_write_artifact(tmp, name, value) for name, value in artifacts.items()]
             (tmp / ENTRY).write_text(json.dumps(
-                {"artifacts": records, "created": time.time(), "schema": SCHEMA_VERSION, "key": cfg.key()},
+                {"artifacts": records, "created": time.time(), "schema": SCHEMA_VERSION, "key": cfg.key(),
+                 "seconds": None if seconds is None else round(float(seconds), 3)},
                 indent=2), encoding="utf-8")
         return final
 
@@ -165,8 +170,9 @@ class Store:
             found = self.get(cfg)
             if found is not None:
                 return found
+            start = time.perf_counter()
             result = compute()
-            self.put(cfg, result)
+            self.put(cfg, result, seconds=time.perf_counter() - start)
         found = self.get(cfg)
         if found is None:  # written but unreadable (disk full, a file changed under us): serve what we computed
             log.error("cache entry %s could not be read back right after it was written; using the result in "
@@ -195,8 +201,9 @@ class Store:
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
                 size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+                seconds = meta.get("seconds")
                 out.append(Entry(k, path.name, path, cfg, size, meta.get("created", 0.0), names,
-                                 meta.get("schema")))
+                                 meta.get("schema"), seconds if isinstance(seconds, (int, float)) else None))
         return sorted(out, key=lambda e: e.created, reverse=True)
 
     def find(self, key_prefix: str) -> Entry:

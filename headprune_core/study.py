@@ -382,31 +382,54 @@ class Study:
             return {"curve": res}
         return self.store.get_or_compute(cc, compute)["curve"]
 
+    def refinetune_parts(self, rc: RefinetuneConfig) -> tuple[list[tuple[int, FinetuneConfig, EvalConfig]],
+                                                               list[EvalConfig]]:
+        """The cached runs :meth:`refinetune` is made of, once its ranking is scored: per k the pruned fine-tune
+        and its dev evaluation, ``(k, finetune, dev eval)``; and the unpruned model's test evaluation per
+        evaluation language. (The best k's test evaluations follow from the dev results.) A sweep runs them as
+        jobs of their own."""
+        task = rc.finetune.tasks[0]
+        dev_lang = rc.finetune.train_langs[0]
+        ranking = normalise(self.scores(rc.ranking)["raw"], normalize=rc.normalize)
+        per_k = []
+        for k in range(0, rc.max_k + 1):
+            mask = strategy_mask(self.head_shape, "importance", k, ranking=ranking)
+            pruned = tuple((int(a), int(b)) for a, b in zip(*np.where(mask.numpy() == 0)))
+            ft = replace(rc.finetune, pruned=pruned)
+            per_k.append((k, ft, self.eval_config(ft, task, dev_lang, split="validation",
+                                                  max_sentences=rc.max_sentences)))
+        tests = [self.eval_config(rc.finetune, task, lang, max_sentences=rc.max_sentences)
+                 for lang in rc.eval_langs or (dev_lang,)]
+        return per_k, tests
+
     def refinetune(self, rc: RefinetuneConfig) -> dict:
         """Ma et al.: for k = 1..max_k lowest-ranked heads, prune, re-fine-tune, keep the best k on dev."""
         def compute():
             task = rc.finetune.tasks[0]
-            dev_lang = rc.finetune.train_langs[0]
-            shape = head_shape(self.loaded.encoder)
-            ranking = normalise(self.scores(rc.ranking)["raw"], normalize=rc.normalize)
+            per_k, tests_before = self.refinetune_parts(rc)
             rows = []
-            for k in range(0, rc.max_k + 1):
-                mask = strategy_mask(shape, "importance", k, ranking=ranking)
-                pruned = tuple((int(a), int(b)) for a, b in zip(*np.where(mask.numpy() == 0)))
-                ft = replace(rc.finetune, pruned=pruned)
+            for k, ft, dev_cfg in per_k:
                 self._report(f"re-fine-tuning with {k} heads pruned", k, rc.max_k + 1)
-                dev = self.evaluation(self.eval_config(ft, task, dev_lang, split="validation",
-                                                       max_sentences=rc.max_sentences))
-                rows.append({"k": k, "pruned": [list(p) for p in pruned], "dev": dev["score"]})
+                dev = self.evaluation(dev_cfg)
+                rows.append({"k": k, "pruned": [list(p) for p in ft.pruned], "dev": dev["score"]})
             best = max(rows, key=lambda r: (r["dev"], -r["k"]))
             ft_best = replace(rc.finetune, pruned=tuple(tuple(p) for p in best["pruned"]))
             tests = {}
-            for lang in rc.eval_langs or (dev_lang,):
-                base = self.evaluation(self.eval_config(rc.finetune, task, lang, max_sentences=rc.max_sentences))
-                after = self.evaluation(self.eval_config(ft_best, task, lang, max_sentences=rc.max_sentences))
-                tests[lang] = {"unpruned": base["score"], "pruned": after["score"], "metric": after["metric"]}
+            for before in tests_before:
+                base = self.evaluation(before)
+                after = self.evaluation(self.eval_config(ft_best, task, before.lang, max_sentences=rc.max_sentences))
+                tests[before.lang] = {"unpruned": base["score"], "pruned": after["score"], "metric": after["metric"]}
             return {"result": {"rows": rows, "best_k": best["k"], "test": tests}}
         return self.store.get_or_compute(rc, compute)["result"]
+
+    def compute(self, cfg: RunConfig) -> Any:
+        """The result of any run configuration this Study makes (computed and stored on a miss): a fine-tuned
+        model, scores, an evaluation, a curve or a re-fine-tuning table."""
+        methods = {"finetune": self.finetuned, "score": self.scores, "eval": self.evaluation, "curve": self.curve,
+                   "refinetune": self.refinetune}
+        if cfg.kind not in methods:
+            raise ValueError(f"a Study cannot compute {cfg.kind!r} runs; it computes: {', '.join(methods)}")
+        return methods[cfg.kind](cfg)
 
     def _report(self, what: str, done: int, total: int | None) -> None:
         if self.on_progress is not None:
@@ -493,6 +516,11 @@ class StudyPlan:
     # where the data comes from: {"task" or "task/lang": data reference}; the rest is embedded/registered
     sources: dict = field(default_factory=dict)
     finetuned: bool = False  # model is a fine-tuned token-classification checkpoint (its classifier as is)
+    # curves at these shares of all heads (e.g. 0.25, 0.5, 0.75; 0 is always a point) instead of every curve_step
+    prune_levels: tuple[float, ...] = ()
+    # Ma et al.'s prune-then-re-fine-tune per task and setting: {"max_k": 12, "max_sentences": N, "normalize":
+    # ...}; empty: none. Ranked on the first training language's dev set, tested in every language of the plan.
+    refinetune: dict = field(default_factory=dict)
 
     def __post_init__(self):
         check_name(self.name, "plan name")
@@ -523,6 +551,17 @@ class StudyPlan:
             raise ValueError(f"{where}: random_seeds must be a non-empty list of integers, got {self.random_seeds!r}")
         check_train_options(self.train, where)
         FinetuneConfig(model=self.model, tasks=self.tasks, train_langs=self.source_langs, **self.train)
+        if not isinstance(self.prune_levels, tuple) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1 for v in self.prune_levels):
+            raise ValueError(f"{where}: prune_levels must be shares of the heads in (0, 1], got {self.prune_levels!r}")
+        if not isinstance(self.refinetune, dict):
+            raise ValueError(f"{where}: refinetune must be an object like {{\"max_k\": 12}}, got {self.refinetune!r}")
+        unknown = sorted(set(self.refinetune) - set(REFINETUNE_OPTIONS))
+        if unknown:
+            raise ValueError(f"{where}: unknown refinetune options {unknown}; known: {list(REFINETUNE_OPTIONS)}")
+        if self.refinetune:
+            self.refinetune_config(FinetuneConfig(model=self.model, tasks=self.tasks[:1], train_langs=("xx",),
+                                                  model_fp="-", data_fp="-"), None)  # checks the values
 
     @classmethod
     def from_dict(cls, data, *, where: str = "plan") -> "StudyPlan":
@@ -571,6 +610,21 @@ class StudyPlan:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def curve_steps(self, shape: tuple[int, int]) -> tuple[int, ...]:
+        """Heads pruned at each curve point: the prune levels' shares of all heads (with 0), or () for every
+        ``curve_step`` heads."""
+        total = shape[0] * shape[1]
+        return tuple(sorted({0, *(int(round(v * total)) for v in self.prune_levels)})) if self.prune_levels else ()
+
+    def refinetune_config(self, ft: FinetuneConfig, ranking: ScoreConfig | None,
+                          langs: tuple[str, ...] = ()) -> RefinetuneConfig:
+        """The plan's re-fine-tuning run of ``ft`` (see ``refinetune``)."""
+        opts = {**REFINETUNE_OPTIONS, "max_sentences": self.eval_sentences, **self.refinetune}
+        try:
+            return RefinetuneConfig(finetune=ft, ranking=ranking, eval_langs=tuple(langs), **opts)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"plan {self.name!r}: refinetune: {err}") from None
+
     def restricted(self, *, langs: tuple[str, ...] | None = None, tasks: tuple[str, ...] | None = None,
                    sentences: int | None = None) -> "StudyPlan":
         """The same plan on fewer languages / tasks / sentences (for tests and quick looks)."""
@@ -585,6 +639,9 @@ class StudyPlan:
                            train={**plan.train, "max_train_sentences": sentences})
         return plan
 
+
+REFINETUNE_OPTIONS = {"max_k": 12, "max_sentences": None, "normalize": "layer_sum"}
+"""A plan's ``refinetune`` options and their defaults (``max_sentences`` None: the plan's eval_sentences)."""
 
 PRESETS: dict[str, StudyPlan] = {
     "demo": StudyPlan(
@@ -637,9 +694,19 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
                 for strategy in strategies:
                     cc = study.curve_config(ft, task, lang, strategy=strategy, method=plan.method,
                                             score_sentences=plan.score_sentences, step=plan.curve_step,
+                                            steps=plan.curve_steps(study.head_shape),
                                             max_sentences=plan.eval_sentences,
                                             seeds=plan.random_seeds if strategy == "random" else (0,))
                     jobs.append(Job(f"curve {strategy} {task}/{lang}", cc, lambda cc=cc: study.curve(cc)))
+            if plan.refinetune:
+                ranking = study.score_config(ft, task, train_langs[0], method=plan.method,
+                                             max_sentences=plan.score_sentences)
+                rc = plan.refinetune_config(ft, ranking, tuple(langs))
+                if rc.max_k > study.head_shape[0] * study.head_shape[1]:
+                    raise ValueError(f"plan {plan.name!r}: refinetune max_k {rc.max_k} is more than the model's "
+                                     f"{study.head_shape[0] * study.head_shape[1]} heads")
+                jobs.append(Job(f"re-fine-tune {task} ({setting}, k = 0..{rc.max_k})", rc,
+                                lambda rc=rc: study.refinetune(rc)))
     return jobs
 
 

@@ -202,8 +202,8 @@ def test_unreadable_right_after_put_is_a_miss_and_the_result_is_still_served(tmp
     store = Store(tmp_path)
     real_put = Store.put
 
-    def put_then_damage(self, cfg, artifacts):
-        path = real_put(self, cfg, artifacts)
+    def put_then_damage(self, cfg, artifacts, **kw):
+        path = real_put(self, cfg, artifacts, **kw)
         _damage(path, "flip_a_byte")
         return path
 
