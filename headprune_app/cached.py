@@ -385,6 +385,12 @@ def entries(kind: str | None = None):
     return Store().entries(kind)
 
 
+def sweeps() -> list[dict]:
+    """Progress records of the sweeps that ran on this cache folder (newest first)."""
+    from headprune_core.sweep import list_sweeps
+    return list_sweeps()
+
+
 # --- page-level reads ------------------------------------------------------------------------------------------
 
 def importance_maps(st_: Study, sel: S.Selection) -> tuple[dict, dict, list[Item]]:

@@ -193,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", default=None,
                    help="an existing Ray cluster (e.g. HOST:6379 from 'ray start --head'); default: a local cluster "
                         "started for this run")
-    p.add_argument("--cpus", type=_count, default=None, help="CPUs of the local cluster (default: all)")
+    p.add_argument("--cpus", type=_count, default=None,
+                   help="CPUs of the local cluster (default: all); with --dry-run, the CPUs to estimate for")
     p.add_argument("--gpus", type=_natural, default=None, help="GPUs of the local cluster (default: all found)")
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", default=None, help="the shared cache folder (the same path on every node)")
@@ -553,7 +554,7 @@ def cmd_sweep(args) -> int:
     spec = SweepSpec.from_file(args.spec)
     graph = build_graph(spec, device=args.device)
     if args.dry_run:
-        print(format_dry_run(dry_run(graph, slots=args.cpus)))
+        print(format_dry_run(dry_run(graph, cpus=args.cpus)))
         return 0
     counts = graph.counts()
     bar = tqdm(desc=f"sweep {spec.name}", unit="job", total=len(graph.nodes), initial=counts["cached"])

@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,7 @@ class Entry:
     artifacts: tuple[str, ...]
     schema: int | None = SCHEMA_VERSION  # entries of another schema are never read (their keys are not asked)
     seconds: float | None = None  # how long the computation took (None: not recorded, older entries)
+    threads: int | None = None  # torch's CPU threads while it ran
 
     @property
     def stale(self) -> bool:
@@ -131,11 +133,12 @@ class Store:
             log.warning("cache entry %s is corrupt (%s); it will be recomputed", path, err)
             return None
 
-    def put(self, cfg: RunConfig, artifacts: dict[str, Any], *, seconds: float | None = None) -> Path:
+    def put(self, cfg: RunConfig, artifacts: dict[str, Any], *, seconds: float | None = None,
+            threads: int | None = None) -> Path:
         """Write ``artifacts`` for ``cfg`` atomically; return the entry folder.
 
-        ``seconds`` (how long the computation took) is recorded beside the artifacts, outside the key: sweeps
-        estimate the time of what is still to compute from it.
+        ``seconds`` (how long the computation took) and ``threads`` (torch's CPU threads meanwhile) are recorded
+        beside the artifacts, outside the key: sweeps estimate the time of what is still to compute from them.
 
         Refuses a config with an empty fingerprint (its key would not say what data or model it describes).
         An existing valid entry is kept (another process finished first); a corrupt one is replaced.
@@ -153,7 +156,7 @@ class Store:
             records = [_write_artifact(tmp, name, value) for name, value in artifacts.items()]
             (tmp / ENTRY).write_text(json.dumps(
                 {"artifacts": records, "created": time.time(), "schema": SCHEMA_VERSION, "key": cfg.key(),
-                 "seconds": None if seconds is None else round(float(seconds), 3)},
+                 "seconds": None if seconds is None else round(float(seconds), 3), "threads": threads},
                 indent=2), encoding="utf-8")
         return final
 
@@ -172,7 +175,9 @@ class Store:
                 return found
             start = time.perf_counter()
             result = compute()
-            self.put(cfg, result, seconds=time.perf_counter() - start)
+            torch = sys.modules.get("torch")  # loaded by whatever computed; never imported here
+            self.put(cfg, result, seconds=time.perf_counter() - start,
+                     threads=torch.get_num_threads() if torch is not None else None)
         found = self.get(cfg)
         if found is None:  # written but unreadable (disk full, a file changed under us): serve what we computed
             log.error("cache entry %s could not be read back right after it was written; using the result in "
@@ -201,9 +206,10 @@ class Store:
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
                 size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-                seconds = meta.get("seconds")
+                seconds, threads = meta.get("seconds"), meta.get("threads")
                 out.append(Entry(k, path.name, path, cfg, size, meta.get("created", 0.0), names,
-                                 meta.get("schema"), seconds if isinstance(seconds, (int, float)) else None))
+                                 meta.get("schema"), seconds if isinstance(seconds, (int, float)) else None,
+                                 threads if isinstance(threads, int) else None))
         return sorted(out, key=lambda e: e.created, reverse=True)
 
     def find(self, key_prefix: str) -> Entry:

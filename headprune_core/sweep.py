@@ -73,7 +73,10 @@ class SweepSpec:
             raise ValueError(f"{where}: a sweep spec is a JSON object, got {type(data).__name__}")
         if "name" not in data:
             raise ValueError(f"{where}: a sweep spec needs a name")
-        name = check_name(str(data["name"]), "sweep name")
+        try:
+            name = check_name(str(data["name"]), "sweep name")
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
         plan: dict = {}
         if data.get("preset") is not None:
             try:
@@ -145,11 +148,11 @@ class SweepSpec:
         """What tells grid point ``i`` apart: its model, data and seed (only the dimensions that vary)."""
         model, sources, seed = self.points()[i]
         parts = []
-        if len(self.models) > 1:
+        if len(set(self.models)) > 1:
             parts.append(model)
-        if len(self.data) > 1:
+        if len({json.dumps(d, sort_keys=True) for d in self.data}) > 1:
             parts.append(f"data #{self.data.index(sources) + 1}")
-        if len(self.seeds) > 1:
+        if len(set(self.seeds)) > 1:
             parts.append(f"seed {seed}")
         return ", ".join(parts) or "the only grid point"
 
@@ -210,14 +213,21 @@ def describe(cfg: RunConfig) -> str:
 
 
 class SweepGraph:
-    """The jobs of a sweep, de-duplicated by key, each after what it reads (insertion order is a valid order)."""
+    """The jobs of a sweep, de-duplicated by key, each with the ids of what it reads (a plan's jobs come after
+    what they read; a re-fine-tuning's parts are added after it, when its ranking is in the cache)."""
 
     def __init__(self, spec: SweepSpec, *, store: Store | None = None, device: str = "auto"):
         self.spec = spec
         self.store = store or Store()
         self.device = device
         self.plans = spec.plans()
-        self.studies = [plan.study(store=self.store, device=device, progress=False) for plan in self.plans]
+        shared: dict[tuple, Study] = {}  # grid points that differ only by seed read the same data and model
+        self.studies = []
+        for plan in self.plans:
+            same = (plan.model, json.dumps(plan.sources, sort_keys=True), plan.finetuned)
+            if same not in shared:
+                shared[same] = plan.study(store=self.store, device=device, progress=False)
+            self.studies.append(shared[same])
         self.nodes: dict[str, Node] = {}
         # what tells the grid points' jobs apart in their names
         self.suffixes = [f" [{spec.label(i)}]" if len(self.plans) > 1 else "" for i in range(len(self.plans))]
@@ -324,10 +334,18 @@ def _model_of(cfg: RunConfig) -> str:
     return ft.model if ft is not None else getattr(cfg, "model", "?")
 
 
-def measured_rates(store: Store) -> dict[tuple[str, str], tuple[float, int]]:
-    """Seconds per unit of :func:`job_work`, per (kind, model), from every entry that recorded its time (a
-    fine-tune's training log too): ``{(kind, model): (seconds per unit, entries measured)}``."""
-    sums: dict[tuple[str, str], list[float]] = {}
+THREAD_SCALING = 0.72
+"""Speed-up of a job from t1 to t2 CPU threads is taken as (t2 / t1) ** THREAD_SCALING when a job kind was only
+measured at another thread count: measured on 2 CPU cores, the demo's jobs ran 1.58-1.73x faster with 2 threads
+than with 1 (2 ** 0.72 = 1.65)."""
+
+Rates = dict[tuple[str, str], dict[int, tuple[float, int]]]
+
+
+def measured_rates(store: Store) -> Rates:
+    """Seconds per unit of :func:`job_work` from every entry that recorded its time (a fine-tune's training log
+    too): ``{(kind, model): {threads: (seconds per unit, entries measured)}}`` (threads 0: not recorded)."""
+    sums: dict[tuple[str, str, int], list[float]] = {}
     for e in store.entries():
         if e.kind not in JOB_KINDS or e.stale:
             continue
@@ -345,88 +363,115 @@ def measured_rates(store: Store) -> dict[tuple[str, str], tuple[float, int]]:
             continue
         work = job_work(cfg)
         if work > 0:
-            acc = sums.setdefault((e.kind, _model_of(cfg)), [0.0, 0.0, 0])
+            acc = sums.setdefault((e.kind, _model_of(cfg), e.threads or 0), [0.0, 0.0, 0])
             acc[0] += float(seconds)
             acc[1] += work
             acc[2] += 1
-    return {k: (s / w, int(n)) for k, (s, w, n) in sums.items()}
+    out: Rates = {}
+    for (kind, model, threads), (s, w, n) in sums.items():
+        out.setdefault((kind, model), {})[threads] = (s / w, int(n))
+    return out
 
 
-def estimate(cfg: RunConfig, rates: dict[tuple[str, str], tuple[float, int]]) -> tuple[float | None, str]:
-    """(seconds, how it was estimated) for one job: its model's measured rate for its kind, else another
-    model's (said so), else unknown."""
-    return _seconds(cfg.kind, _model_of(cfg), job_work(cfg), rates)
+def estimate(cfg: RunConfig, rates: Rates, *, cpus: float = 1) -> tuple[float | None, str]:
+    """(seconds, how it was estimated) for one job run with ``cpus`` CPU threads: its model's measured rate for
+    its kind (at the nearest thread count, scaled by :data:`THREAD_SCALING`), else another model's (said so),
+    else unknown."""
+    return _seconds(cfg.kind, _model_of(cfg), job_work(cfg), rates, cpus)
 
 
-def _seconds(kind: str, model: str, work: float, rates) -> tuple[float | None, str]:
+def _seconds(kind: str, model: str, work: float, rates: Rates, cpus: float) -> tuple[float | None, str]:
     if work == 0:
         return 0.0, "assembles cached parts"
-    if (kind, model) in rates:
-        return work * rates[(kind, model)][0], "measured"
-    others = sorted(r for (k, _), (r, _) in rates.items() if k == kind)
-    if others:
-        return work * others[len(others) // 2], "another model's rate"
-    return None, "no measured time"
+    how = "measured"
+    by_threads = rates.get((kind, model))
+    if by_threads is None:
+        others = [r for (k, _), r in rates.items() if k == kind]
+        if not others:
+            return None, "no measured time"
+        by_threads, how = others[len(others) // 2], "another model's rate"
+    want = max(1, int(cpus))
+    threads = min(by_threads, key=lambda t: (t == 0, abs(t - want)))  # 0: an entry that did not record it
+    rate = by_threads[threads][0]
+    if threads and threads != want:
+        rate *= (threads / want) ** THREAD_SCALING
+        how += f", scaled from {threads} threads"
+    return work * rate, how
 
 
-def _later_seconds(rc, rates) -> float | None:
+def _later_seconds(rc, rates: Rates, cpus: dict[str, float]) -> float | None:
     """A re-fine-tuning's parts before its ranking says which heads go: max_k more fine-tunes like its own,
     a dev evaluation per k and a test evaluation per language (before and after)."""
-    ft, _ = estimate(rc.finetune, rates)
-    ev, _ = _seconds("eval", rc.finetune.model, float(rc.max_sentences or 0), rates)
+    ft, _ = estimate(rc.finetune, rates, cpus=cpus["finetune"])
+    ev, _ = _seconds("eval", rc.finetune.model, float(rc.max_sentences or 0), rates, cpus["eval"])
     if ft is None or ev is None:
         return None
     return rc.max_k * ft + (rc.max_k + 1 + 2 * len(rc.eval_langs or (0,))) * ev
 
 
-def dry_run(graph: SweepGraph, *, slots: int | None = None) -> dict:
+def job_resources(spec: SweepSpec, gpus: float = 0.0) -> dict[str, dict[str, float]]:
+    """Ray resources per job kind: the defaults, then the spec's ``resources``."""
+    resources = default_resources(gpus)
+    for kind, res in spec.resources.items():
+        resources[kind] = {**resources[kind], **res}
+    return resources
+
+
+def dry_run(graph: SweepGraph, *, cpus: int | None = None) -> dict:
     """What a run would do, computing nothing: jobs per kind (total, cached, to compute), estimated compute
-    time from measured job times, and a wall-time estimate on ``slots`` parallel jobs (default: this machine's
-    CPUs at one CPU a job), never below the longest chain of jobs that wait for each other."""
+    time from measured job times at the CPU threads each job gets, and a wall-time estimate on ``cpus`` CPUs
+    (default: this machine's), never below the longest chain of jobs that wait for each other."""
     rates = measured_rates(graph.store)
-    slots = slots or max(1, os.cpu_count() or 1)
+    cpus = cpus or max(1, os.cpu_count() or 1)
+    per_job = {kind: max(res["num_cpus"], 1e-3) for kind, res in job_resources(graph.spec).items()}
     kinds: dict[str, dict] = {}
     finish: dict[str, float] = {}
-    unknown, borrowed = set(), set()
-    total = 0.0
+    unknown, notes = set(), set()
+    total = cpu_seconds = 0.0
     for n in graph.nodes.values():
-        row = kinds.setdefault(n.cfg.kind, {"jobs": 0, "cached": 0, "todo": 0, "seconds": 0.0})
+        kind = n.cfg.kind
+        row = kinds.setdefault(kind, {"jobs": 0, "cached": 0, "todo": 0, "seconds": 0.0})
         row["jobs"] += 1
         secs = 0.0
         if n.state == "cached":
             row["cached"] += 1
         else:
             row["todo"] += 1
-            est, how = estimate(n.cfg, rates)
+            est, how = estimate(n.cfg, rates, cpus=per_job[kind])
             if est is None:
-                unknown.add(n.cfg.kind)
+                unknown.add(kind)
             else:
                 secs = est
-                if how == "another model's rate":
-                    borrowed.add(n.cfg.kind)
+                if how != "measured" and how != "assembles cached parts":
+                    notes.add((how.removeprefix("measured, "), kind))
             row["seconds"] += secs
             total += secs
+            cpu_seconds += secs * per_job[kind]
         finish[n.id] = secs  # its own time, for now; the chain through what it reads below
+    pending = [n for n in graph.nodes.values() if not n.expanded and n.state == "todo"]
+    later = sum(2 * n.cfg.max_k + 1 + len(n.cfg.eval_langs or (0,)) for n in pending)
+    later_each = [_later_seconds(n.cfg, rates, per_job) for n in pending]
+    later_seconds = None if None in later_each else sum(later_each)
+    if later_seconds:
+        total += later_seconds
+        cpu_seconds += later_seconds * per_job["finetune"]
+        for n, secs in zip(pending, later_each):
+            finish[n.id] += secs
     ends: dict[str, float] = {}
 
     def end(nid: str) -> float:  # finishing time of a node if each job starts when its inputs are done
         if nid not in ends:
             ends[nid] = finish[nid] + max((end(d) for d in graph.nodes[nid].deps), default=0.0)
         return ends[nid]
-    pending = [n for n in graph.nodes.values() if not n.expanded and n.state == "todo"]
-    later = sum(2 * n.cfg.max_k + 1 + len(n.cfg.eval_langs or (0,)) for n in pending)
-    later_each = [_later_seconds(n.cfg, rates) for n in pending]
-    later_seconds = None if None in later_each else sum(later_each)
-    if later_seconds:
-        total += later_seconds
-        for n, secs in zip(pending, later_each):
-            finish[n.id] += secs
+
     critical = max((end(nid) for nid in graph.nodes), default=0.0)
     return {"name": graph.spec.name, "plans": len(graph.plans), "jobs": len(graph.nodes),
             "cached": sum(r["cached"] for r in kinds.values()), "todo": sum(r["todo"] for r in kinds.values()),
-            "kinds": kinds, "seconds": total, "slots": slots, "wall_seconds": max(total / slots, critical),
-            "critical_seconds": critical, "unknown_kinds": sorted(unknown), "borrowed_kinds": sorted(borrowed),
-            "measured_entries": sum(n for _, n in rates.values()), "later_jobs": later,
+            "kinds": kinds, "seconds": total, "cpus": cpus, "wall_seconds": max(cpu_seconds / cpus, critical),
+            "critical_seconds": critical, "unknown_kinds": sorted(unknown),
+            "notes": [f"{', '.join(sorted(k for h, k in notes if h == how))}: {how}"
+                      for how in sorted({h for h, _ in notes})],
+            "measured_entries": sum(n for r in rates.values() for _, n in r.values()), "later_jobs": later,
             "later_seconds": later_seconds}
 
 
@@ -445,31 +490,27 @@ def format_dry_run(report: dict) -> str:
         est = "not estimated" if report["later_seconds"] is None else \
             f"about {_minutes(report['later_seconds'])}, included below"
         lines.append(f"  + {report['later_jobs']} re-fine-tuning jobs, known once their rankings are scored ({est})")
-    notes = [f"from {report['measured_entries']} measured entries in this cache"]
-    if report["borrowed_kinds"]:
-        notes.append(f"{', '.join(report['borrowed_kinds'])}: another model's rate")
+    notes = [f"from {report['measured_entries']} measured entries in this cache"] + report["notes"]
     if report["unknown_kinds"]:
         notes.append(f"{', '.join(report['unknown_kinds'])}: no measured time yet, counted as 0")
-    lines.append(f"estimated compute {_minutes(report['seconds'])} ({'; '.join(notes)}); on {report['slots']} "
-                 f"parallel job slot(s) about {_minutes(report['wall_seconds'])} wall (longest chain "
+    lines.append(f"estimated compute {_minutes(report['seconds'])} ({'; '.join(notes)}); on {report['cpus']} "
+                 f"CPUs about {_minutes(report['wall_seconds'])} wall (longest chain "
                  f"{_minutes(report['critical_seconds'])}), plus Ray's start (about 10 s)")
     return "\n".join(lines)
 
 
 # --- progress on disk --------------------------------------------------------------------------------------------
 
-def sweeps_root() -> Path:
-    return cache_root() / "sweeps"
+def sweeps_root(cache: Path | None = None) -> Path:
+    """Where sweeps record their progress: ``sweeps/`` in the cache folder (the one that holds ``runs/``)."""
+    return (cache or cache_root()) / "sweeps"
 
 
-def sweep_dir(name: str) -> Path:
-    return sweeps_root() / check_name(name, "sweep name")
-
-
-def list_sweeps() -> list[dict]:
-    """Every sweep's last progress record (newest first), with ``running``: the jobs workers hold now."""
+def list_sweeps(cache: Path | None = None) -> list[dict]:
+    """Every sweep's last progress record (newest first), with ``running_now`` (the jobs workers hold now)
+    and ``driver_alive`` (None when the sweep runs from another host)."""
     out = []
-    root = sweeps_root()
+    root = sweeps_root(cache)
     if not root.is_dir():
         return out
     for folder in root.iterdir():
@@ -481,6 +522,25 @@ def list_sweeps() -> list[dict]:
         rec["driver_alive"] = _driver_alive(rec.get("driver", {}))
         out.append(rec)
     return sorted(out, key=lambda r: r.get("updated", 0), reverse=True)
+
+
+def progress_summary(rec: dict, *, now: float | None = None) -> dict:
+    """A sweep's progress record in a few numbers: its state (``stopped`` when its driver died without saying
+    so), jobs finished of total, failed, running now, and the time left at the pace of this run so far."""
+    counts = rec.get("counts", {})
+    total = sum(counts.values())
+    finished = sum(counts.get(s, 0) for s in ("cached", "done", "failed", "skipped"))
+    state = rec.get("state", "?")
+    if state == "running" and rec.get("driver_alive") is False:
+        state = "stopped"
+    now = now or time.time()
+    ran = counts.get("done", 0) + counts.get("failed", 0)
+    left = total - finished
+    elapsed = (rec.get("updated", now) if state != "running" else now) - rec.get("started", now)
+    eta = elapsed / ran * left if state == "running" and ran and left else None
+    return {"state": state, "total": total, "finished": finished, "failed": counts.get("failed", 0),
+            "skipped": counts.get("skipped", 0), "running": len(rec.get("running_now", [])),
+            "elapsed": elapsed, "eta": eta}
 
 
 def _markers(folder: Path, run: str | None) -> list[dict]:
@@ -510,7 +570,7 @@ class Progress:
 
     def __init__(self, graph: SweepGraph, run: str):
         self.graph, self.run = graph, run
-        self.folder = sweep_dir(graph.spec.name)
+        self.folder = sweeps_root(graph.store.root.parent) / graph.spec.name
         (self.folder / "running").mkdir(parents=True, exist_ok=True)
         self.started = time.time()
         self.state = "running"
@@ -638,15 +698,20 @@ def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None
     ``on_event(node, graph)`` is called whenever a job is submitted, finishes, fails or is skipped. Ctrl-C
     cancels the running jobs; finished entries stay and a rerun resumes from them.
     """
-    import ray
     start = time.perf_counter()
+    run = uuid.uuid4().hex[:12]
+    if not any(n.state == "todo" for n in graph.nodes.values()):  # all cached: no cluster needed
+        progress = Progress(graph, run)
+        progress.state = "done"
+        progress.write(force=True)
+        nodes = list(graph.nodes.values())
+        return SweepResult(jobs=len(nodes), cached=len(nodes), computed=0, failed=[], skipped=[],
+                           seconds=time.perf_counter() - start, ray_seconds=0.0)
+    import ray
     started_ray = init_ray(address=address, cpus=cpus, gpus=gpus)
     ray_seconds = time.perf_counter() - start
     remote = ray.remote(run_job)
-    resources = default_resources(ray.cluster_resources().get("GPU", 0.0))
-    for kind, res in graph.spec.resources.items():
-        resources[kind] = {**resources[kind], **res}
-    run = uuid.uuid4().hex[:12]
+    resources = job_resources(graph.spec, ray.cluster_resources().get("GPU", 0.0))
     progress = Progress(graph, run)
     running: dict[Any, Node] = {}
     computed = 0

@@ -44,6 +44,38 @@ else:
             st.success(f"Deleted {len(doomed)} entries.")
             st.rerun()
 
+
+
+@st.fragment(run_every=5 if any(r.get("state") == "running" for r in cached.sweeps()) else None)
+def sweeps_panel() -> None:
+    """Sweeps (python -m headprune_core sweep) that wrote to this cache: progress, what runs where, failures.
+    It refreshes itself every 5 s while one runs; their results show on every page as they land."""
+    from headprune_core.sweep import progress_summary
+    records = cached.sweeps()
+    if not records:
+        return
+    st.subheader("Sweeps")
+    st.caption("Grids of studies run on Ray (`python -m headprune_core sweep SPEC.json`, README: Sweeps); each "
+               "finished job is in the cache above and on the other pages at once.")
+    for rec in records:
+        s = progress_summary(rec)
+        left = f", about {s['eta'] / 60:.0f} min left at this pace" if s["eta"] else ""
+        st.progress(s["finished"] / max(1, s["total"]),
+                    text=f"**{rec['name']}**: {s['state']}, {s['finished']} of {s['total']} jobs finished "
+                         f"({s['failed']} failed, {s['skipped']} skipped, {s['running']} running){left}")
+        if s["state"] == "stopped":
+            st.warning(f"Sweep '{rec['name']}' stopped before it finished (its driver process is gone): run the "
+                       "same command again to go on from what is cached.")
+        rows = [{"job": m["what"], "host": m["host"], "attempt": m["attempt"],
+                 "running for (s)": round(time.time() - m["started"])} for m in rec["running_now"]]
+        rows += [{"job": j["what"], "host": j["host"], "attempt": j["attempts"], "error": j["error"]}
+                 for j in rec.get("jobs", []) if j["state"] in ("failed", "skipped")]
+        if rows:
+            st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"sweep_jobs:{rec['name']}")
+
+
+sweeps_panel()
+
 st.subheader("Launch a study")
 plans, _ = S.available_plans()
 name = st.selectbox("Plan", list(plans), index=list(plans).index(sel.plan.name) if sel.plan.name in plans else 0,

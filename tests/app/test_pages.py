@@ -196,3 +196,36 @@ def test_runs_page_lists_entries(app):
     run_page(app, "runs")
     table = app.dataframe[0].value
     assert set(table["kind"]) >= {"finetune", "score", "eval", "curve"}
+
+
+def test_runs_page_shows_sweep_progress(fixture_cache, cache_copy, monkeypatch):
+    """A sweep's progress record (written by the driver as jobs land) shows as a bar with its counts, the jobs
+    that failed with their error, and a sweep whose driver died as stopped."""
+    from headprune_core.sweep import Progress, SweepSpec, build_graph
+    plan = fixture_cache["plan"].to_dict()
+    fields = {k: v for k, v in plan.items() if k not in ("name", "description", "model", "sources")}
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(cache_copy))
+    graph = build_graph(SweepSpec.from_dict({"name": "class-sweep", "models": [plan["model"]], **fields}),
+                        store=Store(cache_copy / "runs"))
+    n = len(graph.nodes)
+    assert graph.counts()["cached"] == n  # the fixture computed this plan
+    last = list(graph.nodes.values())[-1]
+    last.state, last.error, last.attempts = "failed", "RuntimeError: CUDA out of memory", 2
+    progress = Progress(graph, "r1")
+    progress.state = "failed"
+    progress.write(force=True)
+    path = progress.folder / "progress.json"
+    rec = json.loads(path.read_text())
+    rec.update(name="gone", state="running", driver={"host": rec["driver"]["host"], "pid": 2 ** 22 + 17})
+    (path.parent.parent / "gone").mkdir()
+    (path.parent.parent / "gone" / "progress.json").write_text(json.dumps(rec))
+
+    at = make_app(cache_copy, monkeypatch)
+    at.run()
+    run_page(at, "runs")
+    bars = [e.proto.text for e in at.get("progress")]
+    assert f"**class-sweep**: failed, {n} of {n} jobs finished (1 failed, 0 skipped, 0 running)" in bars, bars
+    assert any(b.startswith(f"**gone**: stopped, {n} of {n}") for b in bars), bars
+    assert any("Sweep 'gone' stopped before it finished" in w.value for w in at.warning)
+    errors = [t.value for t in at.dataframe if "error" in t.value.columns]
+    assert errors and "RuntimeError: CUDA out of memory" in set(errors[0]["error"])

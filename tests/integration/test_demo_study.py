@@ -50,3 +50,20 @@ def test_importance_order_beats_reverse_order(demo):
     raw = study.scores(study.score_config(ft, "pos", "en", method=plan.method,
                                           max_sentences=plan.score_sentences))["raw"]
     assert raw.shape == (12, 12) and (raw > 0).all()
+
+
+def test_demo_sweep_spec_is_the_demo_study(demo):
+    """sweeps/demo.json expands into exactly the demo preset's jobs (same keys, same order); restricted like the
+    fixture's study, everything it would run is already in that study's cache."""
+    from pathlib import Path
+
+    from headprune_core.sweep import SweepSpec, build_graph, dry_run
+    study, plan, _ = demo
+    spec = SweepSpec.from_file(Path(__file__).resolve().parents[2] / "sweeps" / "demo.json")
+    full = build_graph(spec, store=study.store)
+    assert list(full.nodes) == [f"{j.cfg.kind}/{j.cfg.key()}" for j in plan_jobs(study, PRESETS["demo"])]
+    restricted = SweepSpec.from_dict({**spec.to_dict(), "langs": list(plan.langs), "tasks": list(plan.tasks),
+                                      "score_sentences": plan.score_sentences, "eval_sentences": plan.eval_sentences,
+                                      "train": plan.train})
+    report = dry_run(build_graph(restricted, store=study.store))
+    assert report["todo"] == 0 and report["cached"] == report["jobs"] == len(plan_jobs(study, plan))

@@ -1,0 +1,199 @@
+"""Sweep specs and job graphs without Ray: validation, expansion into the study's own jobs, dependencies,
+re-fine-tunings expanded once ranked, estimates from measured times, and the worker function run in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from headprune_core.cli import main
+from headprune_core.store import Store
+from headprune_core.study import Study, plan_jobs, run_plan
+import torch
+
+from headprune_core.sweep import (THREAD_SCALING, Progress, SweepSpec, build_graph, dry_run, format_dry_run,
+                                  job_work, list_sweeps, run_job)
+
+
+def _spec(model: str, **over) -> dict:
+    spec = {"name": "t", "models": [model], "tasks": ["pos"], "langs": ["en", "de"], "strategies": ["importance"],
+            "random_seeds": [0, 1], "curve_step": 4, "score_sentences": 40, "eval_sentences": 40,
+            "train": {"max_train_sentences": 120, "epochs": 2.0, "lr": 1e-3}}
+    return {**spec, **over}
+
+
+@pytest.mark.parametrize("data, message", [
+    ([], "sweep spec: a sweep spec is a JSON object, got list"),
+    ({"models": ["m"]}, "sweep spec: a sweep spec needs a name"),
+    ({"name": "../x"}, "sweep name"),
+    ({"name": "s", "model": "m"}, "write 'model' as 'models' (a list: the sweep's grid)"),
+    ({"name": "s", "sources": {}}, "write 'sources' as 'data'"),
+    ({"name": "s", "models": []}, "models must be a non-empty list of model names"),
+    ({"name": "s", "seeds": [1, "2"]}, "seeds must be a list of whole numbers"),
+    ({"name": "s", "resources": {"train": {"num_cpus": 1}}}, "resources for unknown job kind 'train'; known: "
+                                                              "finetune, score, eval, curve, refinetune"),
+    ({"name": "s", "resources": {"score": {"num_cpus": -1}}}, "resources.score.num_cpus must be a number of at least 0"),
+    ({"name": "s", "resources": {"score": {"memory": 1}}}, "resources.score takes num_cpus, num_gpus"),
+    ({"name": "s", "preset": "nope"}, "unknown preset 'nope'; known: demo"),
+    ({"name": "s", "epochs": 3}, "unknown plan fields ['epochs']"),
+    ({"name": "s", "strategies": ["best"]}, "unknown strategy 'best'"),
+    ({"name": "s", "prune_levels": [0.5, 1.5]}, "prune_levels must be shares of the heads in (0, 1]"),
+    ({"name": "s", "refinetune": {"max_k": -1}}, "refinetune: max_k must be 0 or more"),
+    ({"name": "s", "refinetune": {"k": 3}}, "unknown refinetune options ['k']"),
+])
+def test_bad_specs_fail_before_any_work(data, message):
+    with pytest.raises(ValueError) as err:
+        SweepSpec.from_dict(data)
+    assert message in str(err.value) and str(err.value).startswith("sweep spec: ")
+
+
+def test_unknown_field_names_the_sweep_fields_too():
+    with pytest.raises(ValueError, match="a sweep spec also has: name, description, preset, models, data, seeds"):
+        SweepSpec.from_dict({"name": "s", "epochs": 3})
+
+
+def test_preset_spec_is_the_preset(tmp_path):
+    from headprune_core.study import get_preset
+    spec = SweepSpec.from_dict({"name": "d", "preset": "demo"})
+    (plan,) = spec.plans()
+    demo = get_preset("demo")
+    assert {**plan.to_dict(), "name": "demo", "description": ""} == {**demo.to_dict(), "description": ""}
+    grid = SweepSpec.from_dict({"name": "d", "preset": "demo", "seeds": [1, 2], "langs": ["en", "de"],
+                                "models": ["me5-small", "minilm-l6-en"]})
+    plans = grid.plans()
+    assert [(p.model, p.train["seed"]) for p in plans] == [("me5-small", 1), ("me5-small", 2),
+                                                            ("minilm-l6-en", 1), ("minilm-l6-en", 2)]
+    assert all(p.langs == ("en", "de") and p.train["max_train_sentences"] == 1000 for p in plans)
+    assert grid.label(3) == "minilm-l6-en, seed 2"
+
+
+def test_local_data_in_a_spec_file_is_relative_to_it(tmp_path):
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "s.json").write_text(json.dumps({"name": "s", "tasks": ["mine"], "langs": ["sw"],
+                                               "source_langs": ["sw"], "data": [{"mine": "sw.conll"}]}))
+    spec = SweepSpec.from_file(folder / "s.json")
+    assert spec.data[0]["mine"] == str(folder / "sw.conll")
+
+
+def test_graph_is_the_studies_jobs_deduplicated_in_dependency_order(tiny_cache, tmp_path):
+    root, model = tiny_cache
+    store = Store(tmp_path / "runs")
+    spec = SweepSpec.from_dict(_spec(model, models=[model, model], seeds=[13, 14]))
+    graph = build_graph(spec, store=store)
+    one = spec.plans()[0]
+    # the same model twice is one set of jobs; two seeds are two
+    keys = [f"{j.cfg.kind}/{j.cfg.key()}" for p in spec.plans()[:2] for j in plan_jobs(Study(model, store=store), p)]
+    assert list(graph.nodes) == list(dict.fromkeys(keys))
+    assert len(graph.nodes) == 2 * len(plan_jobs(Study(model, store=store), one))
+    seen = set()
+    for nid, node in graph.nodes.items():
+        assert set(node.deps) <= seen, node.what  # everything a job reads comes before it
+        seen.add(nid)
+        if node.cfg.kind == "curve" and node.cfg.strategy == "importance":
+            assert node.deps == [node.cfg.finetune.kind + "/" + node.cfg.finetune.key(),
+                                 "score/" + node.cfg.ranking.key()]
+    assert [n.what for n in graph.nodes.values() if n.cfg.kind == "finetune"] == \
+        ["fine-tune pos (cross, en) [seed 13]", "fine-tune pos (cross, en) [seed 14]"]
+    assert graph.counts()["todo"] == len(graph.nodes)
+    ready = graph.ready()
+    assert [n.cfg.kind for n in ready] == ["finetune", "finetune"]  # nothing else can start before them
+
+
+def _cache(root: Path, folder: Path, monkeypatch) -> Store:
+    """A new cache folder using the fixture's model and corpora, made the current one."""
+    folder.mkdir(parents=True)
+    (folder / "models").symlink_to(root / "models")
+    (folder / "corpora").symlink_to(root / "corpora")
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(folder))
+    return Store(folder / "runs")
+
+
+def test_worker_function_computes_through_the_store_and_a_rerun_reads(tiny_cache, tmp_path, monkeypatch):
+    """``run_job`` (what each Ray task runs) driven in-process in the graph's order: every job computed once,
+    the result equals the sequential study's, and the progress record says so."""
+    root, model = tiny_cache
+    store = _cache(root, tmp_path / "cache", monkeypatch)
+    spec = SweepSpec.from_dict(_spec(model, prune_levels=[0.25, 0.5], refinetune={"max_k": 2}))
+    graph = build_graph(spec, store=store)
+    (rc_node,) = [n for n in graph.nodes.values() if n.cfg.kind == "refinetune"]
+    assert not rc_node.expanded
+    report = dry_run(graph)
+    assert report["later_jobs"] == 2 * 2 + 1 + 2  # pruned fine-tunes, dev evaluations, test evaluations
+    progress = Progress(graph, "run1")
+    computed = 0
+    while ready := graph.ready():
+        for node in ready:
+            res = run_job({"kind": node.cfg.kind, "key": node.cfg.key(), "config": node.cfg.to_dict(),
+                           "what": node.what, "plan": {"model": model, "sources": {}, "finetuned": False},
+                           "cache": str(store.root.parent), "device": "cpu", "run": "run1",
+                           "markers": str(progress.folder / "running")})
+            assert res["attempt"] == 1 and res["key"] == node.cfg.key()
+            node.state, computed = "done", computed + res["computed"]
+    assert rc_node.expanded and all(n.state == "done" for n in graph.nodes.values())
+    assert computed == len(graph.nodes) and not list((progress.folder / "running").iterdir())
+    progress.state = "done"
+    progress.write(force=True)
+    (rec,) = [r for r in list_sweeps() if r["name"] == "t"]
+    assert rec["counts"]["done"] == len(graph.nodes) and rec["state"] == "done" and rec["driver_alive"]
+    # the curves use the prune levels (and 0), and equal what the sequential study computes in another store
+    curve = next(n for n in graph.nodes.values() if n.cfg.kind == "curve" and n.cfg.strategy == "importance")
+    assert curve.cfg.steps == (0, 3, 6)  # 25% and 50% of 3 x 4 heads
+    seq = Study(model, store=Store(tmp_path / "seq"), progress=False)
+    plan = spec.plans()[0]
+    run_plan(seq, plan)
+    assert seq.curve(curve.cfg) == Study(model, store=store, progress=False).curve(curve.cfg)
+    assert seq.refinetune(rc_node.cfg) == store.get(rc_node.cfg)["result"]
+    again = build_graph(spec, store=store)
+    assert again.counts()["cached"] == len(again.nodes) and not again.ready()
+
+
+def test_dry_run_estimates_from_measured_job_times(tiny_cache, tmp_path, capsys, monkeypatch):
+    root, model = tiny_cache
+    store = _cache(root, tmp_path / "cache", monkeypatch)
+    spec13 = SweepSpec.from_dict(_spec(model, seeds=[13]))
+    run_plan(Study(model, store=store, progress=False), spec13.plans()[0])
+    measured = {e.kind: e for e in store.entries()}
+    assert all(e.seconds is not None and e.seconds > 0 for e in store.entries())
+    threads = measured["finetune"].threads
+    assert threads == torch.get_num_threads()
+    report = dry_run(build_graph(spec13, store=store), cpus=2)
+    assert report["todo"] == 0 and report["cached"] == report["jobs"] and report["seconds"] == 0
+    # jobs with as many CPUs as the measured ones: the same work as the one measured fine-tune takes its time,
+    # twice (two seeds)
+    spec14 = SweepSpec.from_dict(_spec(model, seeds=[14, 15], resources={k: {"num_cpus": threads} for k in
+                                                                          ("finetune", "score", "eval", "curve")}))
+    graph = build_graph(spec14, store=store)
+    report = dry_run(graph, cpus=2)
+    assert report["todo"] == report["jobs"] == len(graph.nodes) and not report["unknown_kinds"]
+    assert report["kinds"]["finetune"]["seconds"] == pytest.approx(2 * measured["finetune"].seconds)
+    assert report["wall_seconds"] >= report["seconds"] * threads / 2 - 1e-9
+    assert report["wall_seconds"] >= report["critical_seconds"] and not report["notes"]
+    # one CPU a job (the default): scaled from the measured thread count
+    one = dry_run(build_graph(SweepSpec.from_dict(_spec(model, seeds=[14, 15])), store=store), cpus=2)
+    scale = (threads / 1) ** THREAD_SCALING
+    assert one["kinds"]["finetune"]["seconds"] == pytest.approx(2 * measured["finetune"].seconds * scale)
+    assert (threads == 1) == (not one["notes"])
+    text = format_dry_run(report)
+    assert "0 cached" in text and "from " in text and "measured entries" in text
+    # the CLI prints the same (a spec file, the dry run computes nothing)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({**_spec(model, seeds=[14, 15])}))
+    before = len(store.entries())
+    assert main(["sweep", str(path), "--dry-run", "--cache", str(tmp_path / "cache")]) == 0
+    out = capsys.readouterr().out
+    assert "sweep t: 2 grid point(s)" in out and len(store.entries()) == before
+
+
+def test_job_work_units(tiny_cache, tmp_path):
+    root, model = tiny_cache
+    study = Study(model, store=Store(tmp_path / "runs"), progress=False)
+    ft = study.finetune_config("pos", ("en",), max_train_sentences=100, epochs=2.0)
+    assert job_work(ft) == 100 * 2.0
+    ec = study.eval_config(ft, "pos", "de", max_sentences=30)
+    assert job_work(ec) == ec.max_sentences == min(30, study.split_size("pos", "de", "test"))
+    cc = study.curve_config(ft, "pos", "en", strategy="random", steps=(0, 4, 8), seeds=(0, 1), max_sentences=30,
+                            score_sentences=30)
+    assert job_work(cc) == 30 * 3 * 2
