@@ -101,6 +101,7 @@ class Store:
     def __init__(self, root: Path | str | None = None):
         self.root = Path(root) if root is not None else cache_root() / "runs"
         check_folder(self.root, "cache folder")
+        self.computations = 0  # computations this Store ran (a key another process computed meanwhile is read)
 
     def path_for(self, cfg: RunConfig) -> Path:
         return self.root / cfg.kind / cfg.key()
@@ -174,6 +175,7 @@ class Store:
             if found is not None:
                 return found
             start = time.perf_counter()
+            self.computations += 1
             result = compute()
             torch = sys.modules.get("torch")  # loaded by whatever computed; never imported here
             self.put(cfg, result, seconds=time.perf_counter() - start,

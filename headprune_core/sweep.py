@@ -641,13 +641,14 @@ def run_job(payload: dict) -> dict:
         raise RuntimeError(f"the worker's headprune gives {kind} key {cfg.key()} for a job the driver keyed {key}: "
                            "run the same headprune version on every node")
     study = _worker_study(payload)
-    cached = study.store.has(cfg)
+    before = study.store.computations
     start = time.perf_counter()
     study.compute(cfg)
     seconds = time.perf_counter() - start
     marker.unlink(missing_ok=True)
-    return {"key": key, "kind": kind, "seconds": seconds, "computed": not cached, "attempt": attempt,
-            "host": host, "pid": os.getpid()}
+    # not computed: another sweep (or a dashboard) held the key's lock and this job read its entry
+    return {"key": key, "kind": kind, "seconds": seconds, "computed": study.store.computations > before,
+            "attempt": attempt, "host": host, "pid": os.getpid()}
 
 
 def _error_text(err: BaseException) -> str:
