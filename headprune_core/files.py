@@ -41,7 +41,8 @@ def _temp_name(dest: Path, tag: str) -> str:
     return f"{TMP_PREFIX}{dest.name}.{tag}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host exists (True when we cannot tell)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -66,7 +67,7 @@ def clean_stale_temps(parent: Path) -> list[Path]:
             age = now - entry.stat(follow_symlinks=False).st_mtime
         except (IndexError, ValueError, OSError):
             continue
-        dead = (host == _HOST and pid != os.getpid() and not _pid_alive(pid)) or \
+        dead = (host == _HOST and pid != os.getpid() and not pid_alive(pid)) or \
                (host != _HOST and age > STALE_SECONDS)
         if dead:
             _remove(Path(entry.path))

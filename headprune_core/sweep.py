@@ -561,8 +561,8 @@ def _driver_alive(driver: dict) -> bool | None:
     """Whether the process that runs a sweep is alive (None: it runs on another host)."""
     if driver.get("host") != socket.gethostname() or not isinstance(driver.get("pid"), int):
         return None
-    from headprune_core.files import _pid_alive
-    return _pid_alive(driver["pid"])
+    from headprune_core.files import pid_alive
+    return pid_alive(driver["pid"])
 
 
 class Progress:
@@ -582,7 +582,7 @@ class Progress:
             return
         self._last = now
         g = self.graph
-        jobs = [{"what": n.what, "kind": n.cfg.kind, "key": n.cfg.key(), "state": n.state,
+        jobs = [{"what": n.what, "kind": n.cfg.kind, "key": n.id.partition("/")[2], "state": n.state,
                  "seconds": n.seconds, "attempts": n.attempts, "host": n.host, "error": n.error}
                 for n in g.nodes.values()]
         rec = {"name": g.spec.name, "run": self.run, "state": self.state, "started": self.started,
