@@ -409,9 +409,11 @@ def importance_maps(st_: Study, sel: S.Selection) -> tuple[dict, dict, list[Item
     return raws, maps, items
 
 
-def spearman(maps: dict) -> tuple[list[str], np.ndarray]:
-    from headprune_core.importance import spearman_matrix
-    return spearman_matrix(maps)
+def spearman(maps: dict) -> tuple[list[str], np.ndarray, float]:
+    """(names, Spearman matrix, chance band for random rankings of this many heads)."""
+    from headprune_core.importance import spearman_chance_band, spearman_matrix
+    names, rho = spearman_matrix(maps)
+    return names, rho, spearman_chance_band(next(iter(maps.values())).size)
 
 
 def launch(st_: Study, plan) -> bool:

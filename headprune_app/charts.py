@@ -91,13 +91,23 @@ def cluster_order(matrix: np.ndarray) -> list[int]:
     return [int(i) for i in leaves_list(linkage(squareform(dist, checks=False), method="average"))]
 
 
-def spearman_heatmap(names: Sequence[str], matrix: np.ndarray, *, title: str = "") -> go.Figure:
-    """Language x language Spearman correlation of head rankings, ordered by clustering."""
+def spearman_heatmap(names: Sequence[str], matrix: np.ndarray, *, title: str = "",
+                     band: float | None = None) -> go.Figure:
+    """Language x language Spearman correlation of head rankings, ordered by clustering.
+
+    The colour scale is fitted to the values (0 stays white; it spans from the lowest value, or the chance band's
+    lower edge, to 1), so 0.6 and 0.9 look different; values inside the chance band ``band`` (what two random
+    rankings give 95% of the time) are written in parentheses."""
     order = cluster_order(matrix)
     labels = [names[i] for i in order]
-    z = np.asarray(matrix)[np.ix_(order, order)]
-    fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, zmin=-1, zmax=1, colorscale="RdBu", reversescale=False,
-                               texttemplate="%{z:.2f}", hovertemplate="%{y} vs %{x}: rho %{z:.3f}<extra></extra>"))
+    z = np.asarray(matrix, dtype=np.float64)[np.ix_(order, order)]
+    off = z[~np.eye(len(z), dtype=bool)] if len(z) > 1 else z.ravel()
+    low = min(float(off.min()), -(band or 0.0), 0.0)
+    text = [[f"({v:.2f})" if band is not None and abs(v) < band else f"{v:.2f}" for v in row] for row in z]
+    fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, zmin=low, zmax=1.0, zmid=0.0, colorscale="RdBu",
+                               text=text, texttemplate="%{text}",
+                               hovertemplate="%{y} vs %{x}: rho %{z:.3f}<extra></extra>",
+                               colorbar=dict(title="rho")))
     fig.update_layout(title=title, height=380, margin=dict(l=10, r=10, t=50 if title else 10, b=10))
     fig.update_yaxes(autorange="reversed")
     return fig

@@ -247,3 +247,21 @@ def spearman_matrix(maps: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray]
     """Spearman correlation between the flattened head rankings of each pair of maps (e.g. languages)."""
     from headprune_core.affinity import correlation_matrix
     return correlation_matrix(maps, kind="spearman")
+
+
+def spearman_chance_band(n_items: int, *, level: float = 0.95) -> float:
+    """Half-width of the band that Spearman's rho of two independent random rankings of ``n_items`` falls in
+    with probability ``level`` (two-sided; t approximation with n - 2 degrees of freedom, close to
+    1.96 / sqrt(n - 1) for many items: 0.164 for 144 heads). A correlation inside it says nothing.
+
+    >>> round(spearman_chance_band(144), 3)
+    0.164
+    """
+    from scipy.stats import t as student_t
+    if n_items < 4:
+        raise ValueError(f"a chance band needs at least 4 ranked items, got {n_items}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    df = n_items - 2
+    crit = float(student_t.ppf(0.5 + level / 2, df))
+    return crit / float(np.sqrt(df + crit ** 2))

@@ -48,11 +48,14 @@ if len(maps) > 1:
     a, b = st.columns(2)
     with a:
         st.subheader("Do the languages rank heads alike?")
-        names, rho = cached.spearman(maps)
-        st.plotly_chart(charts.spearman_heatmap(names, rho), config=charts.png_config(f"spearman_{sel.task}"),
-                        key="spearman")
+        names, rho, band = cached.spearman(maps)
+        st.plotly_chart(charts.spearman_heatmap(names, rho, band=band),
+                        config=charts.png_config(f"spearman_{sel.task}"), key="spearman")
         st.caption(f"Spearman correlation of the languages' rankings of all {maps[lang].size} heads, ordered by "
-                   "average-linkage clustering (similar languages side by side).")
+                   "average-linkage clustering (similar languages side by side). Chance band: two random "
+                   f"rankings of {maps[lang].size} heads give a rho within ±{band:.2f} 95% of the time; values "
+                   "in parentheses are inside it. Ma et al. 2021 found 0.67-0.87 for mBERT POS and 0.94-0.97 "
+                   "for XLM-R.")
     with b:
         st.subheader("Where in the stack?")
         st.plotly_chart(charts.layer_profile(raws), config=charts.png_config(f"layers_{sel.task}"), key="profile")

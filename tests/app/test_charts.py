@@ -40,6 +40,17 @@ def test_cluster_order_puts_similar_languages_together():
     assert list(fig.data[0].x) == [list("abcd")[i] for i in order]
 
 
+def test_spearman_heatmap_scale_fits_the_values_and_marks_the_chance_band():
+    m = np.array([[1.0, 0.62, 0.1], [0.62, 1.0, 0.9], [0.1, 0.9, 1.0]])
+    trace = charts.spearman_heatmap(["a", "b", "c"], m, band=0.16).data[0]
+    # white at 0, from the band's lower edge (no value is below it) to 1: not -1..1 washed out
+    assert (trace.zmin, trace.zmax, trace.zmid) == (-0.16, 1.0, 0.0)
+    cells = {(y, x): t for y, row in zip(trace.y, trace.text) for x, t in zip(trace.x, row)}
+    assert cells[("a", "c")] == "(0.10)" and cells[("a", "b")] == "0.62" and cells[("b", "b")] == "1.00"
+    low = charts.spearman_heatmap(["a", "b"], np.array([[1.0, -0.5], [-0.5, 1.0]]), band=0.16).data[0]
+    assert low.zmin == -0.5 and "(" not in "".join(sum(map(list, low.text), []))
+
+
 def test_layer_shares_sum_to_100():
     shares = charts.layer_shares(np.array([[1.0, 1.0], [2.0, 0.0], [0.0, 0.0]]))
     assert shares.tolist() == [50.0, 50.0, 0.0]

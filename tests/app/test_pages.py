@@ -67,6 +67,8 @@ def test_importance_page_has_all_views(app):
     assert {"rank in de", "rank in es"} <= set(top.columns)
     assert any("proxy for NER" in c.value for c in app.caption) is False  # pos task: no NER note
     assert any("only 250 sentences" in c.value for c in app.caption)  # German is among the languages
+    # the Spearman matrix says what random rankings of this many heads (3 x 4) would give
+    assert any("random rankings of 12 heads give a rho within ±0.58" in c.value for c in app.caption)
 
 
 def test_name_task_is_labelled_as_a_proxy_for_ner(app):

@@ -116,3 +116,18 @@ def test_spearman_matrix_matches_scipy():
     assert names == ["a", "b", "c"]
     assert m[0, 2] == pytest.approx(spearmanr(maps["a"].ravel(), maps["c"].ravel()).statistic)
     assert np.allclose(m, m.T) and np.allclose(np.diag(m), 1)
+
+
+@pytest.mark.parametrize("n, tol", [(144, 0.012), (12, 0.03)])
+def test_spearman_chance_band_holds_95_percent_of_random_rankings(n, tol):
+    """The band's half-width is the 95th percentile of |rho| between independent random rankings (simulated)."""
+    from headprune_core.importance import spearman_chance_band
+    rng = np.random.default_rng(0)
+    base = np.arange(n, dtype=np.float64)
+    rhos = [np.corrcoef(base, rng.permutation(n))[0, 1] for _ in range(6000)]  # ranks: Pearson = Spearman
+    band = spearman_chance_band(n)
+    assert band == pytest.approx(np.quantile(np.abs(rhos), 0.95), abs=tol)
+    assert band == pytest.approx(1.96 / np.sqrt(n - 1), abs=0.02)
+    assert spearman_chance_band(n, level=0.99) > band
+    with pytest.raises(ValueError, match="at least 4 ranked items"):
+        spearman_chance_band(3)
