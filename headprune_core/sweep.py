@@ -77,24 +77,25 @@ class SweepSpec:
             name = check_name(str(data["name"]), "sweep name")
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from None
-        plan: dict = {}
+        plan: dict = {}  # defaults: the preset's fields, else StudyPlan's
+        model, sources = StudyPlan.__dataclass_fields__["model"].default, {}
         if data.get("preset") is not None:
             try:
-                preset = get_preset(data["preset"]).to_dict()
+                preset = get_preset(data["preset"])
             except ValueError as err:
                 raise ValueError(f"{where}: {err}") from None
-            plan = {k: v for k, v in preset.items() if k not in ("name", "description", "model", "sources")}
-            plan["_model"], plan["_sources"] = preset["model"], preset["sources"]
+            plan = {k: v for k, v in preset.to_dict().items() if k not in ("name", "description", "model", "sources")}
+            model, sources = preset.model, preset.sources
         for bad, use in (("model", "models"), ("sources", "data")):
             if bad in data:
                 raise ValueError(f"{where}: write {bad!r} as {use!r} (a list: the sweep's grid)")
         plan.update({k: v for k, v in data.items() if k not in SPEC_FIELDS})
-        models = data.get("models", [plan.get("_model", "me5-small")])
+        models = data.get("models", [model])
         if isinstance(models, str):
             models = [models]
         if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
             raise ValueError(f"{where}: models must be a non-empty list of model names, got {models!r}")
-        sources = data.get("data", [plan.get("_sources", {})])
+        sources = data.get("data", [sources])
         if isinstance(sources, dict):
             sources = [sources]
         if not isinstance(sources, list) or not sources:
@@ -107,7 +108,6 @@ class SweepSpec:
         if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
             raise ValueError(f"{where}: seeds must be a list of whole numbers, got {seeds!r}")
         resources = _check_resources(data.get("resources", {}), where)
-        plan = {k: v for k, v in plan.items() if not k.startswith("_")}
         spec = cls(name=name, plan=plan, models=tuple(models), data=tuple(parsed), seeds=tuple(seeds),
                    resources=resources, description=str(data.get("description", "")))
         spec.plans(where=where)  # every grid point is a valid plan

@@ -45,7 +45,6 @@ else:
             st.rerun()
 
 
-
 @st.fragment(run_every=5 if any(r.get("state") == "running" for r in cached.sweeps()) else None)
 def sweeps_panel() -> None:
     """Sweeps (python -m headprune_core sweep) that wrote to this cache: progress, what runs where, failures.

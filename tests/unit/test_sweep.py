@@ -38,6 +38,7 @@ def _spec(model: str, **over) -> dict:
     ({"name": "s", "resources": {"score": {"memory": 1}}}, "resources.score takes num_cpus, num_gpus"),
     ({"name": "s", "preset": "nope"}, "unknown preset 'nope'; known: demo"),
     ({"name": "s", "epochs": 3}, "unknown plan fields ['epochs']"),
+    ({"name": "s", "_model": "x"}, "unknown plan fields ['_model']"),
     ({"name": "s", "strategies": ["best"]}, "unknown strategy 'best'"),
     ({"name": "s", "prune_levels": [0.5, 1.5]}, "prune_levels must be shares of the heads in (0, 1]"),
     ({"name": "s", "refinetune": {"max_k": -1}}, "refinetune: max_k must be 0 or more"),
