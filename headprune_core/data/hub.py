@@ -31,7 +31,7 @@ import datasets
 import numpy as np
 
 from headprune_core.data.corpora import PREPARE_HINT, SPLIT_SEED
-from headprune_core.data.loading import TaskData, _check_splits, features_for
+from headprune_core.data.loading import TaskData, check_splits, features_for
 from headprune_core.data.registry import EMBEDDED_TASKS, UnknownName, check_language, get_task
 from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS, UPOS, bio_names
 
@@ -224,7 +224,7 @@ def load_hub(task: str, lang: str, *, data_files: Mapping[str, str | Path] | Non
     else:
         dd, labels = _pairs(raw, "sentence1", "sentence2", None)
     dd = datasets.DatasetDict({s: dd[s] for s in ("train", "validation", "test") if s in dd})
-    _check_splits(dd, f"{spec.path} ({spec.config})")
+    check_splits(dd, f"{spec.path} ({spec.config})")
     meta = {"source_kind": "hub", "hub_path": spec.path, "hub_config": spec.config,
             "local_copy": {k: str(v) for k, v in data_files.items()} if data_files else None,
             "counts": {s: len(d) for s, d in dd.items()}}

@@ -128,7 +128,7 @@ def infer_labels(records_by_split: Mapping[str, list], kind: str) -> list[str]:
     return labels
 
 
-def _check_splits(dd: datasets.DatasetDict, where: str) -> None:
+def check_splits(dd: datasets.DatasetDict, where: str) -> None:
     for split in SPLITS:
         if split not in dd:
             raise CorpusError(f"{where}: no {split!r} split (have: {', '.join(dd) or 'none'})")
@@ -145,7 +145,7 @@ def from_records(by_split: Mapping[str, list], task: TaskInfo | None, name: str,
         labels = task.labels
     labels = list(labels) if labels is not None else infer_labels(by_split, kind)
     dd = datasets.DatasetDict({s: encode_records(recs, labels, kind=kind, split=s) for s, recs in by_split.items()})
-    _check_splits(dd, f"{name}/{lang}")
+    check_splits(dd, f"{name}/{lang}")
     return TaskData(dd, labels, kind, name, lang, meta)
 
 
