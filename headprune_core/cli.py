@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from headprune_core.config import METHODS, NORMALIZATIONS, SETTINGS, STRATEGIES
+from headprune_core.config import METHODS, NORMALIZATIONS, RETRAIN_STRATEGIES, SETTINGS, STRATEGIES
 from headprune_core.data.formats import FORMATS
 
 
@@ -233,9 +233,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mask", default=None, help="JSON file: [[1,0,...],...] (1 keep, 0 pruned)")
     p.add_argument("--sentences", type=_count, default=500)
 
-    p = sub.add_parser("refinetune", help="Ma et al.: prune k = 1..K lowest heads, re-fine-tune, best k on dev")
+    p = sub.add_parser("refinetune", help="prune, then re-fine-tune (Ma et al.: k = 0..K lowest-ranked heads, best "
+                                          "k on dev; controls and Budhraja et al.'s layer thirds by --strategy)")
     _run_args(p)
-    p.add_argument("--max-k", type=_natural, default=12)
+    p.add_argument("--strategy", default="importance", type=_one_of(RETRAIN_STRATEGIES, "strategy"),
+                   help="importance (lowest-ranked first), reverse (top-ranked), random, layers (bottom/middle/top "
+                        "third)")
+    p.add_argument("--max-k", type=_natural, default=12, help="levels k = 0..K (unless --levels)")
+    p.add_argument("--levels", type=_ints, default=(), help="numbers of heads to prune, e.g. 0,36,72,108")
+    p.add_argument("--train-seeds", type=_ints, default=(), help="training seeds (default: --seed)")
+    p.add_argument("--random-seed", type=int, default=0, help="which heads the random strategy removes")
     p.add_argument("--eval-langs", type=_names, default=None)
     p.add_argument("--sentences", type=_count, default=500)
 
@@ -496,7 +503,7 @@ def _print_summary(study, plan) -> None:
         ft = study.finetune_config(task, train_langs, setting=plan.settings[0], **plan.train)
         for lang in plan.task_langs(task):
             ev = study.evaluation(study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences))
-            print(f"  {task:6} {lang}: {ev['metric']} {ev['score']:.1f} (n={ev['n']})")
+            print(f"  {task:6} {lang}: {ev['metric']} {_with_ci(ev)}")
 
 
 def _gradts_plan(name: str, args):
@@ -659,9 +666,11 @@ def cmd_curve(args) -> int:
                             ranking_lang=args.ranking_lang, method=args.method, step=args.step,
                             seeds=args.seeds, max_sentences=args.sentences)
     res = study.curve(cc)
-    print(f"{res['metric']} vs heads pruned ({res['strategy']}) on {args.task}/{args.lang}; key {cc.key()}")
-    for k, m, s, lab in zip(res["k"], res["mean"], res["std"], res["labels"]):
-        print(f"  {lab:>8} k={k:3}: {m:6.2f}" + (f" ± {s:.2f}" if s else ""))
+    print(f"{res['metric']} vs heads pruned ({res['strategy']}) on {args.task}/{args.lang}, with the 95% bootstrap "
+          f"interval over sentences; key {cc.key()}")
+    for k, m, s, lab, lo, hi in zip(res["k"], res["mean"], res["std"], res["labels"], res["low"], res["high"]):
+        spread = f"; sd {s:.2f} over {res['n_seeds']} random draws" if res["n_seeds"] > 1 else ""
+        print(f"  {lab:>8} k={k:3}: {m:6.2f} (95% CI {lo:.2f}-{hi:.2f}{spread})")
     return 0
 
 
@@ -672,26 +681,47 @@ def cmd_evaluate(args) -> int:
     study = _study(args)
     ft = _ft(study, args)
     ev = study.evaluation(study.eval_config(ft, args.task, args.lang, mask, max_sentences=args.sentences))
-    print(f"{args.task}/{args.lang}: {ev['metric']} {ev['score']:.2f} (n={ev['n']})")
+    print(f"{args.task}/{args.lang}: {ev['metric']} {_with_ci(ev)}")
     return 0
+
+
+def _with_ci(ev: dict) -> str:
+    """"96.12 (95% CI 95.31-96.88; 3,021 tokens, 200 sentences)": an evaluation with its bootstrap interval."""
+    low, high = ev["ci"]
+    sentences = len(next(iter(ev["units"].values())))
+    return f"{ev['score']:.2f} (95% CI {low:.2f}-{high:.2f}; n={ev['n']}, {sentences} sentences)"
 
 
 def cmd_refinetune(args) -> int:
     from headprune_core.config import RefinetuneConfig
     shape = check_run(args, langs=args.eval_langs or ())
-    if args.max_k > _heads_total(shape):
-        raise ValueError(f"--max-k {args.max_k} is more than the model's {_heads_total(shape)} heads")
+    top = max([args.max_k, *args.levels])
+    if top > _heads_total(shape):
+        raise ValueError(f"cannot prune {top} heads: the model has {_heads_total(shape)}")
     study = _study(args)
     ft = _ft(study, args)
-    rc = RefinetuneConfig(finetune=ft, ranking=study.score_config(ft, args.task, ft.train_langs[0]),
-                          max_k=args.max_k, max_sentences=args.sentences, eval_langs=args.eval_langs or ())
-    res = study.refinetune(rc)
-    for row in res["rows"]:
-        print(f"  k={row['k']:2}: dev {row['dev']:.2f}")
-    print(f"best k on dev: {res['best_k']}")
-    for lang, r in res["test"].items():
-        print(f"  test {lang}: unpruned {r['unpruned']:.2f} -> pruned {r['pruned']:.2f} ({r['metric']})")
+    ranking = study.score_config(ft, args.task, ft.train_langs[0]) if args.strategy in ("importance", "reverse") \
+        else None
+    rc = RefinetuneConfig(finetune=ft, ranking=ranking, strategy=args.strategy, max_k=args.max_k,
+                          levels=tuple(args.levels), seeds=tuple(args.train_seeds), random_seed=args.random_seed,
+                          max_sentences=args.sentences, eval_langs=args.eval_langs or ())
+    print(format_refinetune(study.refinetune(rc)))
     return 0
+
+
+def format_refinetune(res: dict) -> str:
+    """A re-fine-tuning's tables as text: dev per level, the level picked per seed, test per language."""
+    from headprune_core.uncertainty import describe_ci, describe_diff
+    lines = [f"pruned by {res['strategy']}, re-fine-tuned ({res['setting']}), seeds {res['seeds']}, "
+             f"{res['metric']} with 95% bootstrap intervals over sentences",
+             f"dev ({res['dev_lang']}):"]
+    for lab, k in zip(res["levels"], res["k"]):
+        lines.append(f"  {lab:>6} ({k:3} heads): {describe_ci(res['dev'][lab])}")
+    lines.append("best level on dev per seed: " + ", ".join(f"seed {s}: {lab}" for s, lab in res["best"].items()))
+    for lang, r in res["test"].items():
+        lines.append(f"  test {lang}: unpruned {describe_ci(r['unpruned'])} -> pruned {describe_ci(r['pruned'])}; "
+                     f"change {describe_diff(r['change'])}")
+    return "\n".join(lines)
 
 
 def cmd_prune(args) -> int:

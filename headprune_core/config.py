@@ -244,6 +244,7 @@ class CurveConfig(RunConfig):
     """Metric vs number of heads pruned, for one strategy, evaluated on one language."""
 
     kind: ClassVar[str] = "curve"
+    version: ClassVar[int] = 2  # 2: per-sentence counts and bootstrap intervals per point
     finetune: FinetuneConfig
     task: str
     lang: str
@@ -276,6 +277,7 @@ class EvalConfig(RunConfig):
     """Evaluate a fine-tuned model on one language under one head mask (given as a tuple of rows)."""
 
     kind: ClassVar[str] = "eval"
+    version: ClassVar[int] = 2  # 2: per-sentence counts and a bootstrap interval
     finetune: FinetuneConfig
     task: str
     lang: str
@@ -328,22 +330,57 @@ class GradTSConfig(RunConfig):
         _require(self.max_trial is None or self.max_trial >= 1, "max_trial must be at least 1 (or None: all)")
 
 
+RETRAIN_STRATEGIES = ("importance", "reverse", "random", "layers")
+"""Strategies a re-fine-tuning prunes by (before training): lowest-ranked, top-ranked, random heads, a layer third."""
+
+
 @dataclass(frozen=True)
 class RefinetuneConfig(RunConfig):
-    """Ma et al.: for k = 1..max_k lowest-ranked heads, prune, re-fine-tune, keep the best k on dev."""
+    """Prune, then fine-tune (Ma et al. 2021; Budhraja et al. 2020/2021), and test against the unpruned model.
+
+    For each level (k heads pruned by ``strategy``; for ``layers`` the bottom, middle and top third of the
+    layers) and each training seed, the encoder with those heads removed is fine-tuned like ``finetune`` (level
+    0 is ``finetune`` itself, unpruned), evaluated on the first training language's dev split and tested in every
+    ``eval_langs`` language. Ma et al. pick k on dev (``best``); every level is tested, so the per-k curve and
+    the fixed-level comparisons (Budhraja) come from the same entries. ``ranking`` (importance / reverse) is
+    whose head scores order the heads: Ma et al. rank on the source language's dev set with the unpruned model.
+    """
 
     kind: ClassVar[str] = "refinetune"
+    version: ClassVar[int] = 2  # 2: strategies, levels, seeds; every level tested, with intervals
     finetune: FinetuneConfig
-    ranking: ScoreConfig
+    ranking: ScoreConfig | None = None
     normalize: str = "layer_sum"
-    max_k: int = 12
+    max_k: int = 12  # levels 0..max_k when ``levels`` is empty
     eval_langs: tuple[str, ...] = ()
     max_sentences: int | None = 500
+    strategy: str = dataclasses.field(default="importance", metadata=OMIT_DEFAULT)
+    levels: tuple[int, ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)  # numbers of heads; 0 added
+    seeds: tuple[int, ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)  # training seeds; (): finetune's
+    random_seed: int = dataclasses.field(default=0, metadata=OMIT_DEFAULT)  # which heads ``random`` draws
 
     def __post_init__(self):
         _choice(self.normalize, NORMALIZATIONS, "normalisation")
+        _choice(self.strategy, RETRAIN_STRATEGIES, "re-fine-tuning strategy")
+        _require(self.strategy not in ("importance", "reverse") or self.ranking is not None,
+                 f"re-fine-tuning by {self.strategy!r} needs a ranking (a ScoreConfig)")
         _require(isinstance(self.max_k, int) and self.max_k >= 0, f"max_k must be 0 or more, got {self.max_k!r}")
+        _require(all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in self.levels),
+                 f"levels must be numbers of heads (0 or more), got {self.levels!r}")
+        _require(all(isinstance(s, int) and not isinstance(s, bool) for s in self.seeds)
+                 and len(set(self.seeds)) == len(self.seeds), f"seeds must be distinct integers, got {self.seeds!r}")
+        _require(isinstance(self.random_seed, int), f"random_seed must be an integer, got {self.random_seed!r}")
         _count(self.max_sentences, "max_sentences")
+
+    def points(self) -> list[tuple[str, int | str]]:
+        """(label, what to prune) per level: ``("0", 0)`` first, then ``(str(k), k)`` or the layer thirds."""
+        if self.strategy == "layers":
+            return [("0", 0), ("bottom", "bottom"), ("middle", "middle"), ("top", "top")]
+        ks = sorted({0, *self.levels}) if self.levels else list(range(self.max_k + 1))
+        return [(str(k), k) for k in ks]
+
+    def train_seeds(self) -> tuple[int, ...]:
+        return self.seeds or (self.finetune.seed,)
 
 
 CONFIG_KINDS: dict[str, type[RunConfig]] = {c.kind: c for c in (FinetuneConfig, ScoreConfig, CurveConfig, EvalConfig,

@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from headprune_core.config import STRATEGIES
 from headprune_core.device import autocast
 from headprune_core.heads import count_parameters, head_gates, head_shape, prune_heads
+from headprune_core.uncertainty import bootstrap_ci, sentence_units
 
 LayerPart = Literal["bottom", "middle", "top"]
 LAYER_PARTS: tuple[str, ...] = get_args(LayerPart)
@@ -33,11 +34,19 @@ def metric_name(labels: Sequence[str], kind: str) -> str:
 
 def score_predictions(gold: list[list[int]] | list[int], pred: list[list[int]] | list[int],
                       labels: Sequence[str], *, kind: str) -> dict:
-    """Metric (0-100) and report for gold/predicted label ids (per sentence for token tasks).
+    """Metric (0-100), report, per-sentence counts (``units``) and the 95% bootstrap interval over sentences
+    (``ci``: see :mod:`headprune_core.uncertainty`) for gold/predicted label ids (per sentence for token tasks).
 
     >>> score_predictions([[0, 1]], [[0, 0]], ["B-NAME", "I-NAME"], kind="token")["metric"]
     'entity F1'
     """
+    res = _score(gold, pred, labels, kind=kind)
+    units = sentence_units(gold, pred, labels, kind=kind, bio=res["metric"] == "entity F1")
+    ci = bootstrap_ci(units)
+    return {**res, "units": units, "ci": [ci["low"], ci["high"]]}
+
+
+def _score(gold, pred, labels: Sequence[str], *, kind: str) -> dict:
     if kind == "token" and is_bio(labels):
         g = [[labels[i] for i in s] for s in gold]
         p = [[labels[i] for i in s] for s in pred]
@@ -190,7 +199,8 @@ def curve(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str]
           strategy: str, steps: Sequence[int] | None = None, ranking: np.ndarray | None = None,
           seeds: Sequence[int] = (0,), progress: bool = False,
           on_step: Callable[[int, int], None] | None = None) -> dict:
-    """Metric vs heads pruned for one strategy (mean and spread over ``seeds`` for ``random``).
+    """Metric vs heads pruned for one strategy (mean and spread over ``seeds`` for ``random``), with each point's
+    95% bootstrap interval over sentences (``low``, ``high``) and per-sentence counts (``units``, per seed).
 
     For ``layers`` the points are the bottom, middle and top thirds (each prunes the same number of heads).
     """
@@ -204,26 +214,31 @@ def curve(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str]
                 for k in steps]
     total = sum(len(m) for _, m in jobs)
     done = 0
-    ks, means, stds, parts, metric = [], [], [], [], None
+    ks, means, stds, parts, lows, highs, units, metric = [], [], [], [], [], [], [], None
     bar = tqdm(total=total, desc=f"curve ({strategy})", disable=not progress, leave=False)
     for label, masks in jobs:
-        values = []
+        values, point_units = [], []
         for m in masks:
             res = evaluate(model, batches, labels, kind=kind, mask=m)
             metric = res["metric"]
             values.append(res["score"])
+            point_units.append(res["units"])
             done += 1
             bar.update(1)
             if on_step is not None:
                 on_step(done, total)
+        ci = bootstrap_ci(point_units)  # of the mean over the random seeds' masks
         pruned = int((masks[0] == 0).sum())
         ks.append(pruned)
         parts.append(str(label))
         means.append(float(np.mean(values)))
         stds.append(float(np.std(values)))
+        lows.append(ci["low"])
+        highs.append(ci["high"])
+        units.append(point_units)
     bar.close()
     return {"strategy": strategy, "metric": metric, "k": ks, "mean": means, "std": stds, "labels": parts,
-            "n_seeds": len(seeds) if strategy == "random" else 1}
+            "low": lows, "high": highs, "units": units, "n_seeds": len(seeds) if strategy == "random" else 1}
 
 
 # --- physical pruning (timing: headprune_core.speed) ------------------------------------------------

@@ -21,7 +21,8 @@ import torch
 
 from headprune_core.classifier import HeadedEncoder, TaskHead
 from headprune_core.config import (METHODS, SETTINGS, STRATEGIES, CurveConfig, EvalConfig, FinetuneConfig,
-                                   RefinetuneConfig, RunConfig, ScoreConfig, canonical_json, check_train_options)
+                                   FIXED_BY_RUN, RefinetuneConfig, RunConfig, ScoreConfig, canonical_json,
+                                   check_train_options)
 from headprune_core.evaluate import curve, default_steps, evaluate, strategy_mask
 from headprune_core.files import check_name, read_json
 from headprune_core.heads import head_shape, prune_heads
@@ -382,44 +383,58 @@ class Study:
             return {"curve": res}
         return self.store.get_or_compute(cc, compute)["curve"]
 
-    def refinetune_parts(self, rc: RefinetuneConfig) -> tuple[list[tuple[int, FinetuneConfig, EvalConfig]],
-                                                               list[EvalConfig]]:
-        """The cached runs :meth:`refinetune` is made of, once its ranking is scored: per k the pruned fine-tune
-        and its dev evaluation, ``(k, finetune, dev eval)``; and the unpruned model's test evaluation per
-        evaluation language. (The best k's test evaluations follow from the dev results.) A sweep runs them as
-        jobs of their own."""
+    def reseeded(self, ft: FinetuneConfig, seed: int) -> FinetuneConfig:
+        """``ft`` trained with another seed (which also draws another subset of the training sentences, so the
+        data fingerprint is recomputed)."""
+        if seed == ft.seed or ft.from_checkpoint:
+            return ft
+        opts = {f.name: getattr(ft, f.name) for f in fields(ft) if f.name not in FIXED_BY_RUN}
+        return replace(self.finetune_config(ft.tasks, ft.train_langs, setting=ft.setting, **{**opts, "seed": seed}),
+                       pruned=ft.pruned)
+
+    def refinetune_parts(self, rc: RefinetuneConfig) -> list[RefinetunePart]:
+        """The cached runs :meth:`refinetune` is made of, once its ranking is scored: per level and training seed
+        the pruned fine-tune, its dev evaluation (first training language) and its test evaluations (every
+        evaluation language). A sweep runs them as jobs of their own."""
         task = rc.finetune.tasks[0]
         dev_lang = rc.finetune.train_langs[0]
-        ranking = normalise(self.scores(rc.ranking)["raw"], normalize=rc.normalize)
-        per_k = []
-        for k in range(0, rc.max_k + 1):
-            mask = strategy_mask(self.head_shape, "importance", k, ranking=ranking)
+        shape = self.head_shape
+        ranking = None
+        if rc.ranking is not None and rc.strategy in ("importance", "reverse"):
+            ranking = normalise(self.scores(rc.ranking)["raw"], normalize=rc.normalize)
+        parts = []
+        for label, what in rc.points():
+            if isinstance(what, int) and what > shape[0] * shape[1]:
+                raise ValueError(f"cannot prune {what} heads before fine-tuning: the model has "
+                                 f"{shape[0] * shape[1]} ({shape[0]} layers x {shape[1]} heads)")
+            if what == 0:
+                mask = torch.ones(shape)
+            elif rc.strategy == "layers":
+                mask = strategy_mask(shape, "layers", part=what)
+            else:
+                mask = strategy_mask(shape, rc.strategy, what, ranking=ranking, seed=rc.random_seed)
             pruned = tuple((int(a), int(b)) for a, b in zip(*np.where(mask.numpy() == 0)))
-            ft = replace(rc.finetune, pruned=pruned)
-            per_k.append((k, ft, self.eval_config(ft, task, dev_lang, split="validation",
-                                                  max_sentences=rc.max_sentences)))
-        tests = [self.eval_config(rc.finetune, task, lang, max_sentences=rc.max_sentences)
-                 for lang in rc.eval_langs or (dev_lang,)]
-        return per_k, tests
+            for seed in rc.train_seeds():
+                ft = replace(self.reseeded(rc.finetune, seed), pruned=pruned)
+                dev = self.eval_config(ft, task, dev_lang, split="validation", max_sentences=rc.max_sentences)
+                tests = {lang: self.eval_config(ft, task, lang, max_sentences=rc.max_sentences)
+                         for lang in rc.eval_langs or (dev_lang,)}
+                parts.append(RefinetunePart(label, len(pruned), seed, ft, dev, tests))
+        return parts
 
     def refinetune(self, rc: RefinetuneConfig) -> dict:
-        """Ma et al.: for k = 1..max_k lowest-ranked heads, prune, re-fine-tune, keep the best k on dev."""
+        """Prune by ``rc.strategy`` at each level, re-fine-tune per seed, pick k on dev, test everywhere; see
+        :func:`headprune_core.retrain.assemble` for the result (with bootstrap intervals)."""
+        from headprune_core.retrain import assemble
+
         def compute():
-            task = rc.finetune.tasks[0]
-            per_k, tests_before = self.refinetune_parts(rc)
-            rows = []
-            for k, ft, dev_cfg in per_k:
-                self._report(f"re-fine-tuning with {k} heads pruned", k, rc.max_k + 1)
-                dev = self.evaluation(dev_cfg)
-                rows.append({"k": k, "pruned": [list(p) for p in ft.pruned], "dev": dev["score"]})
-            best = max(rows, key=lambda r: (r["dev"], -r["k"]))
-            ft_best = replace(rc.finetune, pruned=tuple(tuple(p) for p in best["pruned"]))
-            tests = {}
-            for before in tests_before:
-                base = self.evaluation(before)
-                after = self.evaluation(self.eval_config(ft_best, task, before.lang, max_sentences=rc.max_sentences))
-                tests[before.lang] = {"unpruned": base["score"], "pruned": after["score"], "metric": after["metric"]}
-            return {"result": {"rows": rows, "best_k": best["k"], "test": tests}}
+            parts = self.refinetune_parts(rc)
+            results = []
+            for i, part in enumerate(parts):
+                self._report(f"re-fine-tuning: {rc.strategy} {part.label} (seed {part.seed})", i, len(parts))
+                results.append((part, self.evaluation(part.dev), {lang: self.evaluation(ec)
+                                                                  for lang, ec in part.tests.items()}))
+            return {"result": assemble(rc, results)}
         return self.store.get_or_compute(rc, compute)["result"]
 
     def compute(self, cfg: RunConfig) -> Any:
@@ -434,6 +449,21 @@ class Study:
     def _report(self, what: str, done: int, total: int | None) -> None:
         if self.on_progress is not None:
             self.on_progress(what, done, total)
+
+
+@dataclass(frozen=True)
+class RefinetunePart:
+    """One pruned fine-tune of a re-fine-tuning: its level, heads pruned, seed and the runs it is made of."""
+
+    label: str
+    k: int
+    seed: int
+    finetune: FinetuneConfig
+    dev: EvalConfig
+    tests: dict[str, EvalConfig]
+
+    def configs(self) -> list[RunConfig]:
+        return [self.finetune, self.dev, *self.tests.values()]
 
 
 def subset_indices(size: int, n: int | None, *, seed: int = 0) -> list[int]:
@@ -518,9 +548,9 @@ class StudyPlan:
     finetuned: bool = False  # model is a fine-tuned token-classification checkpoint (its classifier as is)
     # curves at these shares of all heads (e.g. 0.25, 0.5, 0.75; 0 is always a point) instead of every curve_step
     prune_levels: tuple[float, ...] = ()
-    # Ma et al.'s prune-then-re-fine-tune per task and setting: {"max_k": 12, "max_sentences": N, "normalize":
-    # ...}; empty: none. Ranked on the first training language's dev set, tested in every language of the plan.
-    refinetune: dict = field(default_factory=dict)
+    # prune-then-retrain experiments (Ma et al.; Budhraja et al.): a list of objects of REFINETUNE_OPTIONS, e.g.
+    # {"strategy": "importance", "levels": [0, 4, 8, 12], "seeds": [13, 14, 15]}; one object is one experiment
+    refinetune: tuple = ()
 
     def __post_init__(self):
         check_name(self.name, "plan name")
@@ -554,14 +584,35 @@ class StudyPlan:
         if not isinstance(self.prune_levels, tuple) or not all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1 for v in self.prune_levels):
             raise ValueError(f"{where}: prune_levels must be shares of the heads in (0, 1], got {self.prune_levels!r}")
-        if not isinstance(self.refinetune, dict):
-            raise ValueError(f"{where}: refinetune must be an object like {{\"max_k\": 12}}, got {self.refinetune!r}")
-        unknown = sorted(set(self.refinetune) - set(REFINETUNE_OPTIONS))
+        experiments = (self.refinetune,) if isinstance(self.refinetune, dict) and self.refinetune \
+            else () if self.refinetune in ({}, None) else self.refinetune
+        if not isinstance(experiments, (tuple, list)) or not all(isinstance(e, dict) for e in experiments):
+            raise ValueError(f"{where}: refinetune must be a list of objects like {{\"max_k\": 12}}, "
+                             f"got {self.refinetune!r}")
+        object.__setattr__(self, "refinetune", tuple(experiments))
+        for i, exp in enumerate(self.refinetune):
+            self.check_experiment(exp, f"{where}: refinetune[{i}]")
+
+    def check_experiment(self, exp: dict, where: str) -> None:
+        """Raise naming ``where`` if ``exp`` is not a valid re-fine-tuning experiment of this plan."""
+        unknown = sorted(set(exp) - set(REFINETUNE_OPTIONS))
         if unknown:
             raise ValueError(f"{where}: unknown refinetune options {unknown}; known: {list(REFINETUNE_OPTIONS)}")
-        if self.refinetune:
-            self.refinetune_config(FinetuneConfig(model=self.model, tasks=self.tasks[:1], train_langs=("xx",),
-                                                  model_fp="-", data_fp="-"), None)  # checks the values
+        for name in ("tasks", "settings"):
+            value = exp.get(name, ())
+            known = self.tasks if name == "tasks" else self.settings
+            if not isinstance(value, (list, tuple)) or any(v not in known for v in value):
+                raise ValueError(f"{where}: {name} must be a list of the plan's {name} ({', '.join(known)}), "
+                                 f"got {value!r}")
+        shares = exp.get("shares", ())
+        if not isinstance(shares, (list, tuple)) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1 for v in shares):
+            raise ValueError(f"{where}: shares must be shares of the heads in (0, 1], got {shares!r}")
+        train = exp.get("train", {})
+        check_train_options(train, where)
+        ft = FinetuneConfig(model=self.model, tasks=self.tasks[:1], train_langs=("xx",), model_fp="-", data_fp="-",
+                            **{**self.train, **train})
+        self.refinetune_config(ft, ScoreConfig(finetune=ft, task=self.tasks[0], lang="xx"), exp=exp, where=where)
 
     @classmethod
     def from_dict(cls, data, *, where: str = "plan") -> "StudyPlan":
@@ -616,14 +667,24 @@ class StudyPlan:
         total = shape[0] * shape[1]
         return tuple(sorted({0, *(int(round(v * total)) for v in self.prune_levels)})) if self.prune_levels else ()
 
-    def refinetune_config(self, ft: FinetuneConfig, ranking: ScoreConfig | None,
-                          langs: tuple[str, ...] = ()) -> RefinetuneConfig:
-        """The plan's re-fine-tuning run of ``ft`` (see ``refinetune``)."""
-        opts = {**REFINETUNE_OPTIONS, "max_sentences": self.eval_sentences, **self.refinetune}
+    def refinetune_config(self, ft: FinetuneConfig, ranking: ScoreConfig | None, langs: tuple[str, ...] = (), *,
+                          exp: dict, shape: tuple[int, int] | None = None, where: str = "") -> RefinetuneConfig:
+        """The re-fine-tuning run of experiment ``exp`` (one of ``refinetune``) on ``ft`` (the unpruned
+        fine-tune trained like the pruned ones)."""
+        opts = {**REFINETUNE_OPTIONS, "max_sentences": self.eval_sentences, **exp}
+        levels = set(opts.pop("levels"))
+        shares = opts.pop("shares")
+        if shares and shape:
+            levels |= {int(round(v * shape[0] * shape[1])) for v in shares}
+        for name in ("tasks", "settings", "train"):
+            opts.pop(name)
+        if opts["strategy"] not in ("importance", "reverse"):
+            ranking = None
         try:
-            return RefinetuneConfig(finetune=ft, ranking=ranking, eval_langs=tuple(langs), **opts)
+            return RefinetuneConfig(finetune=ft, ranking=ranking, eval_langs=tuple(langs), levels=tuple(sorted(levels)),
+                                    seeds=tuple(opts.pop("seeds")), **opts)
         except (ValueError, TypeError) as err:
-            raise ValueError(f"plan {self.name!r}: refinetune: {err}") from None
+            raise ValueError(f"{where or f'plan {self.name!r}: refinetune'}: {err}") from None
 
     def restricted(self, *, langs: tuple[str, ...] | None = None, tasks: tuple[str, ...] | None = None,
                    sentences: int | None = None) -> "StudyPlan":
@@ -640,8 +701,14 @@ class StudyPlan:
         return plan
 
 
-REFINETUNE_OPTIONS = {"max_k": 12, "max_sentences": None, "normalize": "layer_sum"}
-"""A plan's ``refinetune`` options and their defaults (``max_sentences`` None: the plan's eval_sentences)."""
+REFINETUNE_OPTIONS = {"strategy": "importance", "max_k": 12, "levels": (), "shares": (), "seeds": (),
+                      "random_seed": 0, "max_sentences": None, "normalize": "layer_sum", "tasks": (),
+                      "settings": (), "train": {}}
+"""A re-fine-tuning experiment's options and their defaults: ``strategy`` (importance, reverse, random,
+layers); the levels are ``levels`` (numbers of heads) and ``shares`` (of all heads), or 0..``max_k`` when both
+are empty; ``seeds`` are training seeds (empty: the plan's); ``tasks`` and ``settings`` restrict it (empty: all
+of the plan's); ``train`` overrides the plan's fine-tuning options for these runs (the unpruned model they are
+compared with, and ranked by, is trained the same way); ``max_sentences`` None: the plan's eval_sentences."""
 
 PRESETS: dict[str, StudyPlan] = {
     "demo": StudyPlan(
@@ -698,14 +765,21 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
                                             max_sentences=plan.eval_sentences,
                                             seeds=plan.random_seeds if strategy == "random" else (0,))
                     jobs.append(Job(f"curve {strategy} {task}/{lang}", cc, lambda cc=cc: study.curve(cc)))
-            if plan.refinetune:
-                ranking = study.score_config(ft, task, train_langs[0], method=plan.method,
+            for exp in plan.refinetune:
+                if exp.get("tasks") and task not in exp["tasks"] or exp.get("settings") and setting not in exp["settings"]:
+                    continue
+                ft_rt = study.finetune_config(task, train_langs, setting=setting, **{**plan.train, **exp.get("train", {})})
+                ranking = study.score_config(ft_rt, task, train_langs[0], method=plan.method,
                                              max_sentences=plan.score_sentences)
-                rc = plan.refinetune_config(ft, ranking, tuple(langs))
-                if rc.max_k > study.head_shape[0] * study.head_shape[1]:
-                    raise ValueError(f"plan {plan.name!r}: refinetune max_k {rc.max_k} is more than the model's "
-                                     f"{study.head_shape[0] * study.head_shape[1]} heads")
-                jobs.append(Job(f"re-fine-tune {task} ({setting}, k = 0..{rc.max_k})", rc,
+                rc = plan.refinetune_config(ft_rt, ranking, tuple(langs), exp=exp, shape=study.head_shape)
+                total = study.head_shape[0] * study.head_shape[1]
+                if max(k for _, k in rc.points() if isinstance(k, int)) > total:
+                    raise ValueError(f"plan {plan.name!r}: refinetune prunes up to "
+                                     f"{max(k for _, k in rc.points() if isinstance(k, int))} heads; the model has "
+                                     f"{total}")
+                levels = ", ".join(lab for lab, _ in rc.points())
+                seeds = f", seeds {', '.join(map(str, rc.train_seeds()))}" if len(rc.train_seeds()) > 1 else ""
+                jobs.append(Job(f"prune {rc.strategy} ({levels}) then re-fine-tune {task} ({setting}{seeds})", rc,
                                 lambda rc=rc: study.refinetune(rc)))
     return jobs
 

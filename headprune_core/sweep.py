@@ -246,15 +246,13 @@ class SweepGraph:
         return nid
 
     def expand(self, node: Node) -> list[Node]:
-        """Add a re-fine-tuning's parts (pruned fine-tunes, their dev evaluations, the unpruned test evaluations)
+        """Add a re-fine-tuning's parts (per level and seed: the pruned fine-tune, its dev and test evaluations)
         once its ranking is in the cache; it then waits for them. Returns the new nodes."""
         if node.expanded:
             return []
-        per_k, tests = self.studies[node.plan].refinetune_parts(node.cfg)
         before = set(self.nodes)
         parts = [self.add(describe(c) + self.suffixes[node.plan], c, node.plan)
-                 for _, ft, dev in per_k for c in (ft, dev)]
-        parts += [self.add(describe(c) + self.suffixes[node.plan], c, node.plan) for c in tests]
+                 for part in self.studies[node.plan].refinetune_parts(node.cfg) for c in part.configs()]
         node.deps = list(dict.fromkeys(node.deps + parts))
         node.expanded = True
         new = [self.nodes[n] for n in self.nodes if n not in before]
@@ -400,13 +398,20 @@ def _seconds(kind: str, model: str, work: float, rates: Rates, cpus: float) -> t
 
 
 def _later_seconds(rc, rates: Rates, cpus: dict[str, float]) -> float | None:
-    """A re-fine-tuning's parts before its ranking says which heads go: max_k more fine-tunes like its own,
-    a dev evaluation per k and a test evaluation per language (before and after)."""
+    """A re-fine-tuning's parts before its ranking says which heads go: a fine-tune like its own per level and
+    seed (pruned ones are faster: an upper estimate), a dev and a test evaluation per language for each."""
     ft, _ = estimate(rc.finetune, rates, cpus=cpus["finetune"])
     ev, _ = _seconds("eval", rc.finetune.model, float(rc.max_sentences or 0), rates, cpus["eval"])
     if ft is None or ev is None:
         return None
-    return rc.max_k * ft + (rc.max_k + 1 + 2 * len(rc.eval_langs or (0,))) * ev
+    fts, evals = _later_jobs(rc)
+    return fts * ft + evals * ev
+
+
+def _later_jobs(rc) -> tuple[int, int]:
+    """(fine-tunes, evaluations) a re-fine-tuning expands into, besides its own unpruned fine-tune."""
+    parts = len(rc.points()) * len(rc.train_seeds())
+    return parts - 1, parts * (1 + len(rc.eval_langs or (0,)))
 
 
 def job_resources(spec: SweepSpec, gpus: float = 0.0) -> dict[str, dict[str, float]]:
@@ -449,7 +454,7 @@ def dry_run(graph: SweepGraph, *, cpus: int | None = None) -> dict:
             cpu_seconds += secs * per_job[kind]
         finish[n.id] = secs  # its own time, for now; the chain through what it reads below
     pending = [n for n in graph.nodes.values() if not n.expanded and n.state == "todo"]
-    later = sum(2 * n.cfg.max_k + 1 + len(n.cfg.eval_langs or (0,)) for n in pending)
+    later = sum(sum(_later_jobs(n.cfg)) for n in pending)
     later_each = [_later_seconds(n.cfg, rates, per_job) for n in pending]
     later_seconds = None if None in later_each else sum(later_each)
     if later_seconds:

@@ -73,10 +73,62 @@ def test_refinetune_keeps_best_k_on_dev(tiny_cache, monkeypatch):
     rc = RefinetuneConfig(finetune=ft, ranking=study.score_config(ft, "pos", "en", max_sentences=40), max_k=2,
                           max_sentences=40, eval_langs=("en", "de"))
     res = study.refinetune(rc)
-    assert [r["k"] for r in res["rows"]] == [0, 1, 2]
-    assert res["best_k"] == max(res["rows"], key=lambda r: (r["dev"], -r["k"]))["k"]
+    assert res["levels"] == ["0", "1", "2"] and res["k"] == [0, 1, 2] and res["seeds"] == [ft.seed]
+    dev = [res["dev"][lab]["score"] for lab in res["levels"]]
+    assert res["best"] == {str(ft.seed): res["levels"][max(range(3), key=lambda i: (dev[i], -i))]}
     assert set(res["test"]) == {"en", "de"}
-    assert len(res["rows"][2]["pruned"]) == 2
+    parts = study.refinetune_parts(rc)
+    assert parts[0].finetune == ft  # level 0 is the unpruned fine-tune itself
+    ranking = study.importance(rc.ranking)
+    lowest = {tuple(int(v) for v in np.unravel_index(i, ranking.shape))
+              for i in np.argsort(ranking, axis=None, kind="stable")[:2]}
+    assert set(parts[2].finetune.pruned) == lowest  # the 2 lowest-ranked heads
+    for lang, r in res["test"].items():
+        best = parts[int(res["best"][str(ft.seed)])]
+        after = study.evaluation(best.tests[lang])["score"]
+        before = study.evaluation(parts[0].tests[lang])["score"]
+        assert r["unpruned"]["score"] == before and r["pruned"]["score"] == after
+        assert r["change"]["diff"] == pytest.approx(after - before)
+        assert r["change"]["low"] <= r["change"]["diff"] <= r["change"]["high"]
+    store = Store(root)
+    computed = len(store.entries())
+    assert Study(model, progress=False).refinetune(rc) == res and len(store.entries()) == computed  # cached
+
+
+def test_refinetune_controls_layers_and_seeds(tiny_cache, monkeypatch):
+    root, model = tiny_cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    study = Study(model, progress=False)
+    ft = study.finetune_config("pos", ("en",), max_train_sentences=60, epochs=1.0, lr=1e-3)
+    shape = study.head_shape
+    ranking = study.score_config(ft, "pos", "en", max_sentences=30)
+    imp = RefinetuneConfig(finetune=ft, ranking=ranking, levels=(3,), max_sentences=30)
+    rev = imp.replace(strategy="reverse")
+    rnd = imp.replace(strategy="random", ranking=None, random_seed=5)
+    top = set(study.refinetune_parts(rev)[1].finetune.pruned)
+    low = set(study.refinetune_parts(imp)[1].finetune.pruned)
+    assert len(top) == len(low) == 3 and not top & low
+    order = np.argsort(study.importance(ranking), axis=None, kind="stable")
+    assert {tuple(int(v) for v in np.unravel_index(i, shape)) for i in order[-3:]} == top
+    assert len(study.refinetune_parts(rnd)[1].finetune.pruned) == 3
+    layers = RefinetuneConfig(finetune=ft, strategy="layers", seeds=(1, 2), max_sentences=30)
+    parts = study.refinetune_parts(layers)
+    assert [(p.label, p.seed) for p in parts] == [(lab, s) for lab in ("0", "bottom", "middle", "top") for s in (1, 2)]
+    third = shape[0] // 3
+    assert {layer for layer, _ in parts[2].finetune.pruned} == set(range(third))  # bottom, seed 1
+    # another seed trains on another sample of the sentences: its data fingerprint differs
+    assert parts[0].finetune.seed == 1 and parts[1].finetune.seed == 2
+    assert parts[0].finetune.data_fp != parts[1].finetune.data_fp
+    assert parts[1].finetune == study.finetune_config("pos", ("en",), max_train_sentences=60, epochs=1.0, lr=1e-3,
+                                                      seed=2)
+    res = study.refinetune(layers)
+    assert res["levels"] == ["0", "bottom", "middle", "top"] and res["k"] == [0, third * shape[1]] + [third * shape[1]] * 2
+    assert res["seeds"] == [1, 2] and set(res["best"]) == {"1", "2"}
+    assert len(res["dev"]["top"]["per_seed"]) == 2
+    with pytest.raises(ValueError, match="needs a ranking"):
+        RefinetuneConfig(finetune=ft, strategy="reverse")
+    with pytest.raises(ValueError, match="cannot prune 999 heads"):
+        study.refinetune_parts(rnd.replace(levels=(999,)))
 
 
 def test_units_and_errors(tiny_cache, monkeypatch):

@@ -41,8 +41,15 @@ def _spec(model: str, **over) -> dict:
     ({"name": "s", "_model": "x"}, "unknown plan fields ['_model']"),
     ({"name": "s", "strategies": ["best"]}, "unknown strategy 'best'"),
     ({"name": "s", "prune_levels": [0.5, 1.5]}, "prune_levels must be shares of the heads in (0, 1]"),
-    ({"name": "s", "refinetune": {"max_k": -1}}, "refinetune: max_k must be 0 or more"),
+    ({"name": "s", "refinetune": {"max_k": -1}}, "refinetune[0]: max_k must be 0 or more"),
     ({"name": "s", "refinetune": {"k": 3}}, "unknown refinetune options ['k']"),
+    ({"name": "s", "refinetune": [{}, {"strategy": "best"}]}, "refinetune[1]: unknown re-fine-tuning strategy 'best'"),
+    ({"name": "s", "refinetune": [{"tasks": ["ner"]}]}, "refinetune[0]: tasks must be a list of the plan's tasks"),
+    ({"name": "s", "refinetune": [{"shares": [2]}]}, "refinetune[0]: shares must be shares of the heads in (0, 1]"),
+    ({"name": "s", "refinetune": [{"seeds": [1, 1]}]}, "refinetune[0]: seeds must be distinct integers"),
+    ({"name": "s", "refinetune": [{"train": {"lr": -1}}]}, "epochs, lr and head_lr must be positive"),
+    ({"name": "s", "refinetune": [{"train": {"pruned": []}}]}, "train options ['pruned'] are not fine-tuning"),
+    ({"name": "s", "refinetune": "yes"}, "refinetune must be a list of objects"),
 ])
 def test_bad_specs_fail_before_any_work(data, message):
     with pytest.raises(ValueError) as err:
@@ -122,7 +129,8 @@ def test_worker_function_computes_through_the_store_and_a_rerun_reads(tiny_cache
     (rc_node,) = [n for n in graph.nodes.values() if n.cfg.kind == "refinetune"]
     assert not rc_node.expanded
     report = dry_run(graph)
-    assert report["later_jobs"] == 2 * 2 + 1 + 2  # pruned fine-tunes, dev evaluations, test evaluations
+    # k = 1, 2 pruned fine-tunes; per level k = 0, 1, 2 a dev and 2 test evaluations
+    assert report["later_jobs"] == 2 + 3 * (1 + 2)
     progress = Progress(graph, "run1")
     computed = 0
     while ready := graph.ready():

@@ -1,0 +1,158 @@
+"""How sure a metric is: per-sentence counts, bootstrap intervals over sentences, paired bootstrap differences.
+
+Test splits here hold 100 to 500 sentences, so a difference of a point or two may be noise. Every evaluation
+keeps, per sentence, the counts its metric is made of (``units``): ``correct``/``total`` tokens (or 0/1 for a
+sentence task) for accuracy, ``tp``/``pred``/``gold`` entities for seqeval's strict micro F1. Resampling
+sentences (not tokens: tokens of a sentence are not independent) 1,000 times gives a 95% percentile interval;
+two results on the same sentences are compared on the same resamples (paired bootstrap), and the difference is
+called distinguishable from zero when its interval excludes 0. Results of several training seeds are averaged
+per resample, so the interval is that of the seed mean over sentences; the seeds' own spread is given beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+N_BOOT = 1000
+LEVEL = 0.95
+
+Units = dict  # {"correct": [...], "total": [...]} or {"tp": [...], "pred": [...], "gold": [...]}
+
+
+def sentence_units(gold: list, pred: list, labels: Sequence[str], *, kind: str, bio: bool) -> Units:
+    """Per-sentence counts of the metric: entity tp/pred/gold (seqeval strict IOB2) when ``bio``, else
+    correct/total tokens (token tasks) or 0/1 (sentence tasks).
+
+    >>> sentence_units([[0, 1], [2]], [[0, 0], [2]], ["B-X", "I-X", "O"], kind="token", bio=True)
+    {'tp': [0, 0], 'pred': [2, 0], 'gold': [1, 0]}
+    """
+    if bio:
+        from seqeval.scheme import IOB2, Entities
+        g = [[labels[i] for i in s] for s in gold]
+        p = [[labels[i] for i in s] for s in pred]
+        gold_ents = Entities(g, IOB2).entities
+        pred_ents = Entities(p, IOB2).entities
+        tp, n_pred, n_gold = [], [], []
+        for ge, pe in zip(gold_ents, pred_ents):
+            gs = {e.to_tuple() for e in ge}
+            ps = {e.to_tuple() for e in pe}
+            tp.append(len(gs & ps))
+            n_pred.append(len(ps))
+            n_gold.append(len(gs))
+        return {"tp": tp, "pred": n_pred, "gold": n_gold}
+    if kind == "token":
+        return {"correct": [int(sum(a == b for a, b in zip(g, p))) for g, p in zip(gold, pred)],
+                "total": [len(g) for g in gold]}
+    return {"correct": [int(a == b) for a, b in zip(gold, pred)], "total": [1] * len(gold)}
+
+
+def _arrays(units: Units) -> tuple[str, np.ndarray]:
+    """("f1" | "acc", array (n_stats, n_sentences))."""
+    if "tp" in units:
+        return "f1", np.array([units["tp"], units["pred"], units["gold"]], dtype=np.float64)
+    if "correct" in units:
+        return "acc", np.array([units["correct"], units["total"]], dtype=np.float64)
+    raise ValueError(f"not per-sentence metric counts: fields {sorted(units)} (an entry from before intervals "
+                     "were kept; recompute it)")
+
+
+def n_sentences(units: Units) -> int:
+    return len(units.get("tp", units.get("correct", [])))
+
+
+def _metric(kind: str, sums: np.ndarray) -> np.ndarray:
+    """Metric (0-100) from summed counts: sums has shape (n_stats, ...)."""
+    if kind == "f1":
+        denom = sums[1] + sums[2]
+        return np.where(denom > 0, 200 * sums[0] / np.where(denom > 0, denom, 1), 0.0)
+    return np.where(sums[1] > 0, 100 * sums[0] / np.where(sums[1] > 0, sums[1], 1), 0.0)
+
+
+def metric_of(units: Units) -> float:
+    """The metric over all sentences (equals the evaluation's score)."""
+    kind, arr = _arrays(units)
+    return float(_metric(kind, arr.sum(1)))
+
+
+def resamples(n: int, *, n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:
+    """(n_boot, n) sentence indices drawn with replacement; the same seed gives the same draws, so results on
+    the same sentences are resampled alike (paired)."""
+    if n < 1:
+        raise ValueError("cannot bootstrap an evaluation of no sentences")
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def _boot_scores(runs: Sequence[Units], idx: np.ndarray) -> np.ndarray:
+    """Per resample, the metric averaged over ``runs`` (seeds) on the same sentences: shape (n_boot,)."""
+    n_boot, n = idx.shape
+    # how often each resample draws each sentence: (n_boot, n)
+    counts = np.bincount((idx + n * np.arange(n_boot)[:, None]).ravel(), minlength=n_boot * n).reshape(n_boot, n)
+    out = np.zeros(n_boot)
+    for units in runs:
+        kind, arr = _arrays(units)  # (n_stats, n)
+        if arr.shape[1] != n:
+            raise ValueError(f"runs to average are on different sentences ({arr.shape[1]} vs {n})")
+        out += _metric(kind, arr @ counts.T)  # counts summed over each resample's sentences: (n_stats, n_boot)
+    return out / len(runs)
+
+
+def _as_runs(x) -> list[Units]:
+    runs = [x] if isinstance(x, dict) else list(x)
+    if not runs:
+        raise ValueError("no results to take an interval of")
+    return runs
+
+
+def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    lo, hi = np.percentile(values, [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
+
+
+def bootstrap_ci(runs, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0) -> dict:
+    """The metric (mean over ``runs``: one result's units, or one per training seed on the same sentences) and
+    its ``level`` percentile interval from ``n_boot`` resamples of sentences.
+
+    Returns ``{"score", "low", "high", "n", "seeds", "spread"}``; ``spread`` is the seeds' (min, max) score.
+    """
+    runs = _as_runs(runs)
+    n = n_sentences(runs[0])
+    per_seed = [metric_of(u) for u in runs]
+    low, high = _interval(_boot_scores(runs, resamples(n, n_boot=n_boot, seed=seed)), level)
+    return {"score": float(np.mean(per_seed)), "low": low, "high": high, "n": n, "seeds": len(runs),
+            "spread": [min(per_seed), max(per_seed)], "per_seed": per_seed}
+
+
+def paired_bootstrap(a, b, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0) -> dict:
+    """Difference ``b - a`` of two results on the same sentences (each one result or several seeds), with its
+    paired-bootstrap interval: both are scored on the same resamples.
+
+    ``distinguishable`` is True when the interval excludes 0; ``p`` is the two-sided share of resamples on the
+    other side of 0 (a bootstrap p-value, at least 1/n_boot).
+    """
+    ra, rb = _as_runs(a), _as_runs(b)
+    n = n_sentences(ra[0])
+    if n_sentences(rb[0]) != n:
+        raise ValueError(f"a paired comparison needs the same sentences; got {n} and {n_sentences(rb[0])}")
+    idx = resamples(n, n_boot=n_boot, seed=seed)
+    diffs = _boot_scores(rb, idx) - _boot_scores(ra, idx)
+    diff = float(np.mean([metric_of(u) for u in rb]) - np.mean([metric_of(u) for u in ra]))
+    low, high = _interval(diffs, level)
+    side = np.mean(diffs <= 0) if diff > 0 else np.mean(diffs >= 0)
+    return {"diff": diff, "low": low, "high": high, "n": n, "distinguishable": bool(low > 0 or high < 0),
+            "p": float(max(min(1.0, 2 * side), 1 / n_boot))}
+
+
+def describe_diff(res: dict, *, unit: str = "points") -> str:
+    """"+1.2 points (95% CI -0.3 to +2.6; not distinguishable from 0)"."""
+    verdict = "distinguishable from 0" if res["distinguishable"] else "not distinguishable from 0"
+    return f"{res['diff']:+.1f} {unit} (95% CI {res['low']:+.1f} to {res['high']:+.1f}; {verdict})"
+
+
+def describe_ci(res: dict) -> str:
+    """"96.1 (95% CI 95.2-96.9)", with the seeds' range when there are several."""
+    text = f"{res['score']:.1f} (95% CI {res['low']:.1f}-{res['high']:.1f})"
+    if res.get("seeds", 1) > 1:
+        text += f", {res['seeds']} seeds {res['spread'][0]:.1f}-{res['spread'][1]:.1f}"
+    return text

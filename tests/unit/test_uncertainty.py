@@ -1,0 +1,92 @@
+"""Bootstrap intervals over sentences: counts equal the metric, intervals behave, paired differences are paired."""
+
+import numpy as np
+import pytest
+from seqeval.metrics import f1_score
+from seqeval.scheme import IOB2
+
+from headprune_core.evaluate import score_predictions
+from headprune_core.uncertainty import bootstrap_ci, describe_diff, metric_of, paired_bootstrap, resamples
+
+LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+def _random_bio(rng, n):
+    """n sentences of random label ids, including ill-formed I- tags that strict IOB2 does not count."""
+    return [list(rng.integers(0, len(LABELS), size=rng.integers(1, 12))) for _ in range(n)]
+
+
+def test_entity_counts_give_seqeval_strict_micro_f1():
+    rng = np.random.default_rng(3)
+    gold = _random_bio(rng, 60)
+    pred = [[g if rng.random() < 0.7 else int(rng.integers(0, len(LABELS))) for g in s] for s in gold]
+    res = score_predictions(gold, pred, LABELS, kind="token")
+    ref = 100 * f1_score([[LABELS[i] for i in s] for s in gold], [[LABELS[i] for i in s] for s in pred],
+                         mode="strict", scheme=IOB2, zero_division=0)
+    assert res["metric"] == "entity F1"
+    assert metric_of(res["units"]) == pytest.approx(ref, abs=1e-9) == pytest.approx(res["score"], abs=1e-9)
+    assert len(res["units"]["tp"]) == 60
+    assert res["ci"][0] <= res["score"] <= res["ci"][1]
+
+
+def test_accuracy_counts_for_token_and_sentence_tasks():
+    gold = [[0, 1, 1], [2], [0, 0]]
+    pred = [[0, 1, 0], [2], [1, 1]]
+    res = score_predictions(gold, pred, ["A", "B", "C"], kind="token")
+    assert res["units"] == {"correct": [2, 1, 0], "total": [3, 1, 2]}
+    assert metric_of(res["units"]) == pytest.approx(res["score"]) == pytest.approx(50.0)
+    res = score_predictions([0, 1, 1, 0], [0, 1, 0, 0], ["neg", "pos"], kind="sentence")
+    assert res["units"] == {"correct": [1, 1, 0, 1], "total": [1, 1, 1, 1]}
+    assert res["score"] == 75.0
+
+
+def test_interval_shrinks_with_more_sentences_and_is_reproducible():
+    rng = np.random.default_rng(0)
+    def units(n):
+        return {"correct": list(rng.binomial(10, 0.8, size=n)), "total": [10] * n}
+    small, big = bootstrap_ci(units(50)), bootstrap_ci(units(2000))
+    assert small["low"] < small["score"] < small["high"]
+    assert (big["high"] - big["low"]) < 0.4 * (small["high"] - small["low"])  # ~ 1/sqrt(40) = 0.16
+    u = units(100)
+    assert bootstrap_ci(u) == bootstrap_ci(u)
+    # a binomial proportion of 1000 tokens at 0.8: the normal interval is +-2.5 points
+    width = bootstrap_ci({"correct": [1] * 800 + [0] * 200, "total": [1] * 1000})
+    assert width["high"] - width["low"] == pytest.approx(2 * 1.96 * 100 * np.sqrt(0.8 * 0.2 / 1000), rel=0.15)
+
+
+def test_paired_bootstrap_sees_a_small_consistent_gain_that_unpaired_intervals_miss():
+    rng = np.random.default_rng(1)
+    n = 200
+    total = rng.integers(5, 30, size=n)
+    base = rng.binomial(total, rng.uniform(0.5, 1.0, size=n))  # sentences differ a lot in difficulty
+    better = np.minimum(total, base + (rng.random(n) < 0.3))  # one more correct token in 30% of sentences
+    a = {"correct": list(base), "total": list(total)}
+    b = {"correct": list(better), "total": list(total)}
+    ca, cb = bootstrap_ci(a), bootstrap_ci(b)
+    assert cb["low"] < ca["high"]  # the unpaired intervals overlap ...
+    diff = paired_bootstrap(a, b)
+    assert diff["diff"] == pytest.approx(metric_of(b) - metric_of(a))
+    assert diff["distinguishable"] and diff["low"] > 0 and diff["p"] < 0.01  # ... the paired one does not
+    same = paired_bootstrap(a, a)
+    assert same["diff"] == 0 and same["low"] == same["high"] == 0 and not same["distinguishable"]
+    assert "not distinguishable" in describe_diff(same)
+    noise = {"correct": list(np.maximum(0, base - (rng.random(n) < 0.5) + (rng.random(n) < 0.5))),
+             "total": list(total)}
+    noise["correct"] = list(np.minimum(noise["correct"], total))
+    assert not paired_bootstrap(a, noise)["distinguishable"]
+
+
+def test_seeds_are_averaged_on_the_same_resamples():
+    rng = np.random.default_rng(2)
+    runs = [{"correct": list(rng.binomial(10, p, size=80)), "total": [10] * 80} for p in (0.7, 0.75, 0.8)]
+    res = bootstrap_ci(runs)
+    assert res["seeds"] == 3 and res["score"] == pytest.approx(np.mean([metric_of(r) for r in runs]))
+    assert res["spread"] == [min(res["per_seed"]), max(res["per_seed"])]
+    assert res["low"] < res["score"] < res["high"]
+    with pytest.raises(ValueError, match="different sentences"):
+        bootstrap_ci([runs[0], {"correct": [1], "total": [1]}])
+    with pytest.raises(ValueError, match="same sentences"):
+        paired_bootstrap(runs[0], {"correct": [1], "total": [1]})
+    with pytest.raises(ValueError, match="recompute"):
+        bootstrap_ci({"score": 1.0})
+    assert resamples(5, n_boot=3, seed=4).shape == (3, 5)
