@@ -158,6 +158,17 @@ GRADTS_PRESETS: dict[str, GradTSPlan] = {
         train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=3,
         note=DEMO_NOTE,
     ),
+    "gradts-findings": GradTSPlan(
+        name="gradts-findings",
+        description="The Findings page's GradTS check, cut to fit its time budget: 5 task units (POS and NAME, a "
+                    "PROXY for NER, in English and Spanish; English sentence polarity), primary name/es, "
+                    "kv_grad maps, Kendall tau, thres 0.6, trial (up to 2), all, random (2 seeds).",
+        units=("pos/en", "name/en", "pos/es", "name/es", "polarity-en/en"),
+        primaries=("name/es",),
+        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=2,
+        note=DEMO_NOTE.replace("Subsampled to fit 30 minutes", "Subsampled to fit the Findings preset's 45 "
+                               "minutes").replace("tries at most 3", "tries at most 2"),
+    ),
     "gradts-glue": GradTSPlan(
         name="gradts-glue",
         description="GradTS's own setting: the 8 GLUE tasks from the Hugging Face Hub (needs network; the Hub "

@@ -551,6 +551,8 @@ class StudyPlan:
     # prune-then-retrain experiments (Ma et al.; Budhraja et al.): a list of objects of REFINETUNE_OPTIONS, e.g.
     # {"strategy": "importance", "levels": [0, 4, 8, 12], "seeds": [13, 14, 15]}; one object is one experiment
     refinetune: tuple = ()
+    # GradTS validations run with the plan (GradTS preset names, e.g. "gradts-findings", or plan files), same model
+    gradts: tuple[str, ...] = ()
 
     def __post_init__(self):
         check_name(self.name, "plan name")
@@ -590,8 +592,30 @@ class StudyPlan:
             raise ValueError(f"{where}: refinetune must be a list of objects like {{\"max_k\": 12}}, "
                              f"got {self.refinetune!r}")
         object.__setattr__(self, "refinetune", tuple(experiments))
+        if not isinstance(self.gradts, tuple) or not all(isinstance(v, str) for v in self.gradts):
+            raise ValueError(f"{where}: gradts must be a list of GradTS preset names or plan files, got "
+                             f"{self.gradts!r}")
+
         for i, exp in enumerate(self.refinetune):
             self.check_experiment(exp, f"{where}: refinetune[{i}]")
+
+    def gradts_plans(self, where: str = "") -> list:
+        """The GradTS plans named in ``gradts`` (checked here, not at construction: the GradTS module imports
+        this one)."""
+        from headprune_core.gradts import GradTSPlan, get_gradts_preset
+        where = where or f"plan {self.name!r}"
+        out = []
+        for name in self.gradts:
+            try:
+                is_file = name.endswith(".json") or Path(name).is_file()
+                gplan = GradTSPlan.from_file(name) if is_file else get_gradts_preset(name)
+            except ValueError as err:
+                raise ValueError(f"{where}: gradts: {err}") from None
+            if gplan.model != self.model:
+                raise ValueError(f"{where}: GradTS plan {name!r} is for model {gplan.model!r}, the plan's model "
+                                 f"is {self.model!r}")
+            out.append(gplan)
+        return out
 
     def check_experiment(self, exp: dict, where: str) -> None:
         """Raise naming ``where`` if ``exp`` is not a valid re-fine-tuning experiment of this plan."""
@@ -628,10 +652,12 @@ class StudyPlan:
         if missing:
             raise ValueError(f"{where}: missing plan field(s) {missing}")
         try:
-            return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+            plan = cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
         except (ValueError, TypeError) as err:
             message = str(err)
             raise ValueError(message if message.startswith(where) else f"{where}: {message}") from None
+        plan.gradts_plans(where)
+        return plan
 
     @classmethod
     def from_file(cls, path: str | Path) -> "StudyPlan":
@@ -725,6 +751,32 @@ PRESETS: dict[str, StudyPlan] = {
 }
 
 
+FINDINGS_RETRAIN = {"max_train_sentences": 200, "epochs": 2.0, "batch_size": 8, "lr": 2e-4}
+"""How the Findings preset's prune-then-retrain runs train (200 English POS sentences, 2 epochs: about 45 s a
+run on 2 cores; the rate is raised so 50 steps learn). The unpruned model they are compared with, and whose
+English dev ranking picks the heads, is trained the same way."""
+
+PRESETS["findings"] = replace(
+    PRESETS["demo"], name="findings",
+    description="Everything the Findings page needs: the demo study, then on English POS (cross-lingual, "
+                "tested in all 8 languages) prune-then-retrain runs as the papers did them, subsampled "
+                "(200 training sentences, 2 epochs, 200 test sentences): Ma et al.'s lowest-ranked heads at "
+                "k = 0, 6, 12 with 3 training seeds, the same k of top-ranked and of random heads, Budhraja et "
+                "al. 2021's bottom / middle / top layer thirds, and Budhraja et al. 2020's importance vs random "
+                "pruning of 25, 50 and 75% of the heads; and a small GradTS check (5 task units, primary name/es).",
+    refinetune=(
+        {"tasks": ["pos"], "strategy": "importance", "levels": [6, 12], "seeds": [13, 14, 15],
+         "train": FINDINGS_RETRAIN},
+        {"tasks": ["pos"], "strategy": "reverse", "levels": [6, 12], "train": FINDINGS_RETRAIN},
+        {"tasks": ["pos"], "strategy": "random", "levels": [6, 12], "train": FINDINGS_RETRAIN},
+        {"tasks": ["pos"], "strategy": "layers", "train": FINDINGS_RETRAIN},
+        {"tasks": ["pos"], "strategy": "importance", "shares": [0.25, 0.5, 0.75], "train": FINDINGS_RETRAIN},
+        {"tasks": ["pos"], "strategy": "random", "shares": [0.25, 0.5, 0.75], "train": FINDINGS_RETRAIN},
+    ),
+    gradts=("gradts-findings",),
+)
+
+
 def get_preset(name: str) -> StudyPlan:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
@@ -781,6 +833,12 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
                 seeds = f", seeds {', '.join(map(str, rc.train_seeds()))}" if len(rc.train_seeds()) > 1 else ""
                 jobs.append(Job(f"prune {rc.strategy} ({levels}) then re-fine-tune {task} ({setting}{seeds})", rc,
                                 lambda rc=rc: study.refinetune(rc)))
+    if plan.gradts:
+        from headprune_core.gradts import GradTS
+        for gplan in plan.gradts_plans():
+            gts = GradTS(study, gplan)
+            jobs.append(Job(f"GradTS {gplan.name}: maps, task affinity, selections checked by multi-task training",
+                            gts.config(), gts.run))
     return jobs
 
 

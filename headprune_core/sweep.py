@@ -33,7 +33,7 @@ from headprune_core.study import Study, StudyPlan, get_preset, plan_jobs
 
 log = logging.getLogger(__name__)
 
-JOB_KINDS = ("finetune", "score", "eval", "curve", "refinetune")
+JOB_KINDS = ("finetune", "score", "eval", "curve", "refinetune", "gradts")
 RESOURCE_NAMES = ("num_cpus", "num_gpus")
 SPEC_FIELDS = ("name", "description", "preset", "models", "data", "seeds", "resources")
 """A spec's own fields; every other field is a study-plan field (see StudyPlan) shared by every grid point."""
@@ -44,7 +44,7 @@ def default_resources(gpus: float) -> dict[str, dict[str, float]]:
     with GPUs a whole GPU for each fine-tune, half of one for a scoring or evaluation job."""
     out = {}
     for kind in JOB_KINDS:
-        gpu = (1.0 if kind in ("finetune", "refinetune") else 0.5) if gpus else 0.0
+        gpu = (1.0 if kind in ("finetune", "refinetune", "gradts") else 0.5) if gpus else 0.0
         out[kind] = {"num_cpus": 1.0, "num_gpus": gpu}
     return out
 
@@ -297,6 +297,14 @@ class SweepGraph:
             seen |= frontier
         return [n for i, n in self.nodes.items() if i in seen]
 
+    def gradts_plan(self, node: Node):
+        """The GradTS plan a ``gradts`` node validates (one of its grid point's ``gradts`` plans)."""
+        from headprune_core.gradts import GradTS
+        for gplan in self.plans[node.plan].gradts_plans():
+            if GradTS(self.studies[node.plan], gplan).config().key() == node.cfg.key():
+                return gplan
+        raise ValueError(f"no GradTS plan of the sweep gives the job {node.what!r}")
+
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in ("cached", "todo", "running", "done", "failed", "skipped")}
         for n in self.nodes.values():
@@ -324,6 +332,8 @@ def job_work(cfg: RunConfig) -> float:
     if cfg.kind == "curve":
         points = 4 if cfg.strategy == "layers" else max(1, len(cfg.steps) or 13)
         return float(cfg.max_sentences or 0) * points * len(cfg.seeds)
+    if cfg.kind == "gradts":  # per unit and primary (its runs grow with both)
+        return float(len(cfg.units) * len(cfg.primaries))
     return 0.0
 
 
@@ -374,8 +384,24 @@ def measured_rates(store: Store) -> Rates:
 def estimate(cfg: RunConfig, rates: Rates, *, cpus: float = 1) -> tuple[float | None, str]:
     """(seconds, how it was estimated) for one job run with ``cpus`` CPU threads: its model's measured rate for
     its kind (at the nearest thread count, scaled by :data:`THREAD_SCALING`), else another model's (said so),
-    else unknown."""
+    else unknown. A GradTS validation never measured is estimated from fine-tuning rates (see
+    :func:`_gradts_seconds`)."""
+    if cfg.kind == "gradts" and (cfg.kind, _model_of(cfg)) not in rates:
+        return _gradts_seconds(cfg, rates, cpus)
     return _seconds(cfg.kind, _model_of(cfg), job_work(cfg), rates, cpus)
+
+
+def _gradts_seconds(cfg, rates: Rates, cpus: float) -> tuple[float | None, str]:
+    """A GradTS validation from its fine-tunes, a rough upper estimate: one single-task run per unit, and per
+    primary its trials (1, 2, ... auxiliary units), all units, and each random set (as large as the largest
+    trial), each unit training on ``max_train_sentences`` x ``epochs``; scoring and evaluation are small beside."""
+    train = dict(cfg.train)
+    per_unit = float(train.get("max_train_sentences") or 2000) * float(train.get("epochs", 2.0))
+    n = len(cfg.units)
+    trial = min(cfg.max_trial or n - 1, n - 1)
+    multi_units = sum(range(2, trial + 2)) + n + len(cfg.random_seeds) * (trial + 1)
+    secs, how = _seconds("finetune", cfg.model, per_unit * (n + len(cfg.primaries) * multi_units), rates, cpus)
+    return secs, (how if secs is None else f"{how} fine-tuning rate, rough")
 
 
 def _seconds(kind: str, model: str, work: float, rates: Rates, cpus: float) -> tuple[float | None, str]:
@@ -643,13 +669,18 @@ def run_job(payload: dict) -> dict:
                                           "key": key, "pid": os.getpid(), "host": host, "attempt": attempt,
                                           "started": time.time()}))
     cfg = config_from_dict(kind, payload["config"])
+    study = _worker_study(payload)
+    compute = lambda: study.compute(cfg)  # noqa: E731
+    if kind == "gradts":
+        from headprune_core.gradts import GradTS, GradTSPlan
+        gts = GradTS(study, GradTSPlan.from_dict(payload["gradts"]))
+        cfg, compute = gts.config(), gts.run
     if cfg.key() != key:
         raise RuntimeError(f"the worker's headprune gives {kind} key {cfg.key()} for a job the driver keyed {key}: "
                            "run the same headprune version on every node")
-    study = _worker_study(payload)
     before = study.store.computations
     start = time.perf_counter()
-    study.compute(cfg)
+    compute()
     seconds = time.perf_counter() - start
     marker.unlink(missing_ok=True)
     # not computed: another sweep (or a dashboard) held the key's lock and this job read its entry
@@ -734,6 +765,8 @@ def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None
                    "plan": {"model": plan.model, "sources": plan.sources, "finetuned": plan.finetuned},
                    "cache": str(graph.store.root.parent), "device": graph.device, "run": run,
                    "markers": str(progress.folder / "running")}
+        if node.cfg.kind == "gradts":
+            payload["gradts"] = graph.gradts_plan(node).to_dict()
         ref = remote.options(max_retries=1, retry_exceptions=True, name=node.what[:100],
                              **resources[node.cfg.kind]).remote(payload)
         node.state = "running"

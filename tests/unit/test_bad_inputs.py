@@ -215,7 +215,7 @@ ROWS: list[tuple[str, Callable, type, str]] = [
      "{d}/plan.json: a plan is a JSON object of fields, got list"),
     ("plan-unknown-field", lambda c, _: _plan(c, {**PLAN, "epochs": 3}), ValueError,
      "{d}/plan.json: unknown plan fields ['epochs']; known: ['curve_step', 'description', 'eval_sentences', "
-     "'finetuned', 'langs', 'method', 'model', 'name', 'prune_levels', 'random_seeds', 'refinetune', "
+     "'finetuned', 'gradts', 'langs', 'method', 'model', 'name', 'prune_levels', 'random_seeds', 'refinetune', "
      "'score_sentences', 'settings', 'source_langs', 'sources', 'strategies', 'tasks', 'train']"),
     ("plan-missing-field", lambda c, _: _plan(c, {"name": "p"}), ValueError,
      "{d}/plan.json: missing plan field(s) ['description']"),

@@ -145,3 +145,30 @@ def test_units_and_errors(tiny_cache, monkeypatch):
     assert multi.train_langs == ("en", "de") and multi.key() == study.finetune_config("pos", ("en", "de")).key()
     jobs = plan_jobs(study, replace(_plan(model), settings=("multi",)))
     assert jobs[0].cfg.train_langs == ("en", "de") and jobs[0].cfg.setting == "multi"
+
+
+def test_plan_refinetune_experiments_expand_with_their_options(tiny_cache, monkeypatch):
+    root, model = tiny_cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    study = Study(model, progress=False)
+    plan = replace(_plan(model), tasks=("pos", "name"), settings=("cross", "multi"), refinetune=(
+        {"tasks": ["pos"], "settings": ["cross"], "strategy": "importance", "levels": [2], "seeds": [1, 2],
+         "train": {"max_train_sentences": 50}},
+        {"tasks": ["pos"], "settings": ["cross"], "strategy": "random", "shares": [0.25, 0.5], "random_seed": 3},
+        {"settings": ["multi"], "strategy": "layers"},
+    ))
+    rcs = [j.cfg for j in plan_jobs(study, plan) if j.cfg.kind == "refinetune"]
+    assert [(rc.strategy, rc.finetune.tasks, rc.finetune.setting) for rc in rcs] == [
+        ("importance", ("pos",), "cross"), ("random", ("pos",), "cross"), ("layers", ("pos",), "multi"),
+        ("layers", ("name",), "multi")]
+    imp, rnd = rcs[:2]
+    # the retraining runs' own options; ranked on the source dev set by the unpruned model trained like them
+    assert imp.finetune.max_train_sentences == 50 and imp.finetune.lr == 1e-3 and imp.seeds == (1, 2)
+    assert imp.ranking.finetune == imp.finetune and imp.ranking.lang == "en" and imp.ranking.split == "validation"
+    assert imp.points() == [("0", 0), ("2", 2)] and imp.eval_langs == ("en", "de")
+    assert rnd.ranking is None and rnd.levels == (3, 6) and rnd.random_seed == 3  # 25% and 50% of 12 heads
+    assert rnd.finetune == study.finetune_config("pos", ("en",), **plan.train)
+    with pytest.raises(ValueError, match=r"refinetune\[0\]: tasks must be a list of the plan's tasks"):
+        StudyPlan.from_dict({**plan.to_dict(), "refinetune": [{"tasks": ["ner"]}]})
+    with pytest.raises(ValueError, match="refinetune prunes up to 99 heads; the model has 12"):
+        plan_jobs(study, replace(plan, refinetune=({"levels": [99]},)))

@@ -206,3 +206,33 @@ def test_job_work_units(tiny_cache, tmp_path):
     cc = study.curve_config(ft, "pos", "en", strategy="random", steps=(0, 4, 8), seeds=(0, 1), max_sentences=30,
                             score_sentences=30)
     assert job_work(cc) == 30 * 3 * 2
+
+
+def test_a_plans_gradts_validation_is_one_sweep_job(tiny_cache, tmp_path, monkeypatch):
+    """A plan's ``gradts`` (here a plan file) becomes one job; the worker computes it from the plan sent with
+    the job, and its entry is the one the sequential GradTS gives."""
+    from headprune_core.gradts import GradTS, GradTSPlan
+    root, model = tiny_cache
+    store = _cache(root, tmp_path / "cache", monkeypatch)
+    gplan = {"name": "g", "description": "tiny", "model": model, "units": ["pos/en", "name/en", "pos/de"],
+             "primaries": ["pos/en"], "max_trial": 1, "random_seeds": [0], "score_sentences": 20,
+             "eval_sentences": 20, "train": {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3}}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(gplan))
+    spec = SweepSpec.from_dict(_spec(model, langs=["en"], strategies=["importance"], gradts=[str(path)]))
+    graph = build_graph(spec, store=store)
+    (node,) = [n for n in graph.nodes.values() if n.cfg.kind == "gradts"]
+    assert graph.gradts_plan(node) == GradTSPlan.from_file(path) and not node.deps
+    report = dry_run(graph)
+    assert report["kinds"]["gradts"]["todo"] == 1
+    res = run_job({"kind": "gradts", "key": node.cfg.key(), "config": node.cfg.to_dict(), "what": node.what,
+                   "plan": {"model": model, "sources": {}, "finetuned": False}, "gradts": gplan,
+                   "cache": str(store.root.parent), "device": "cpu", "run": "r", "markers": str(tmp_path / "m")})
+    assert res["computed"] and store.has(node.cfg)
+    seq = GradTS(Study(model, store=Store(tmp_path / "seq"), progress=False), GradTSPlan.from_file(path)).run()
+    mine = store.get(node.cfg)
+    def rows(res):  # times aside
+        return [{k: v for k, v in r.items() if k != "train_seconds"} for r in res["result"]["validation"][0]["rows"]]
+    assert rows(mine) == rows(seq) and len(rows(mine)) >= 4
+    with pytest.raises(ValueError, match="gradts: unknown GradTS preset 'nope'"):
+        SweepSpec.from_dict(_spec(model, gradts=["nope"]))
