@@ -790,6 +790,7 @@ class Job:
     what: str
     cfg: RunConfig
     run: Callable[[], Any]
+    experiment: dict | None = None  # a re-fine-tuning job's experiment (one of the plan's ``refinetune``)
 
 
 def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
@@ -832,7 +833,7 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
                 levels = ", ".join(lab for lab, _ in rc.points())
                 seeds = f", seeds {', '.join(map(str, rc.train_seeds()))}" if len(rc.train_seeds()) > 1 else ""
                 jobs.append(Job(f"prune {rc.strategy} ({levels}) then re-fine-tune {task} ({setting}{seeds})", rc,
-                                lambda rc=rc: study.refinetune(rc)))
+                                lambda rc=rc: study.refinetune(rc), experiment=exp))
     if plan.gradts:
         from headprune_core.gradts import GradTS
         for gplan in plan.gradts_plans():

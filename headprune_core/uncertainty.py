@@ -138,10 +138,7 @@ def paired_bootstrap(a, b, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: 
     idx = resamples(n, n_boot=n_boot, seed=seed)
     diffs = _boot_scores(rb, idx) - _boot_scores(ra, idx)
     diff = float(np.mean([metric_of(u) for u in rb]) - np.mean([metric_of(u) for u in ra]))
-    low, high = _interval(diffs, level)
-    side = np.mean(diffs <= 0) if diff > 0 else np.mean(diffs >= 0)
-    return {"diff": diff, "low": low, "high": high, "n": n, "distinguishable": bool(low > 0 or high < 0),
-            "p": float(max(min(1.0, 2 * side), 1 / n_boot))}
+    return _diff_result(diff, diffs, n, level, n_boot)
 
 
 def describe_diff(res: dict, *, unit: str = "points") -> str:
@@ -156,3 +153,49 @@ def describe_ci(res: dict) -> str:
     if res.get("seeds", 1) > 1:
         text += f", {res['seeds']} seeds {res['spread'][0]:.1f}-{res['spread'][1]:.1f}"
     return text
+
+
+def _points(curve: dict, ks: Sequence[int]) -> list[list[Units]]:
+    """The per-seed units of a curve's points at ``ks`` (heads pruned)."""
+    if "units" not in curve:
+        raise ValueError("the curve has no per-sentence counts (an entry from before intervals were kept; "
+                         "recompute it)")
+    at = {k: u for k, u in zip(curve["k"], curve["units"])}
+    missing = [k for k in ks if k not in at]
+    if missing:
+        raise ValueError(f"the curve has no point at {missing} heads pruned; it has {curve['k']}")
+    return [at[k] for k in ks]
+
+
+def curve_mean_ci(curve: dict, ks: Sequence[int], *, n_boot: int = N_BOOT, level: float = LEVEL,
+                  seed: int = 0) -> dict:
+    """The curve's mean metric over the points ``ks`` (each point: its mean over random seeds), with the 95%
+    interval from resampling sentences (all points scored on the same resamples): ``{"score", "low", "high"}``."""
+    points = _points(curve, ks)
+    idx = resamples(n_sentences(points[0][0]), n_boot=n_boot, seed=seed)
+    boot = np.mean([_boot_scores(runs, idx) for runs in points], axis=0)
+    score = float(np.mean([np.mean([metric_of(u) for u in runs]) for runs in points]))
+    low, high = _interval(boot, level)
+    return {"score": score, "low": low, "high": high, "n": idx.shape[1], "points": len(ks)}
+
+
+def paired_curves(a: dict, b: dict, ks: Sequence[int], *, n_boot: int = N_BOOT, level: float = LEVEL,
+                  seed: int = 0) -> dict:
+    """Mean over the points ``ks`` of curve ``b`` minus curve ``a`` (same sentences), paired bootstrap: the
+    same sentence resamples score every point of both curves. Keys as :func:`paired_bootstrap`."""
+    pa, pb = _points(a, ks), _points(b, ks)
+    n = n_sentences(pa[0][0])
+    if n_sentences(pb[0][0]) != n:
+        raise ValueError(f"a paired comparison needs the same sentences; got {n} and {n_sentences(pb[0][0])}")
+    idx = resamples(n, n_boot=n_boot, seed=seed)
+    diffs = np.mean([_boot_scores(rb, idx) - _boot_scores(ra, idx) for ra, rb in zip(pa, pb)], axis=0)
+    diff = float(np.mean([np.mean([metric_of(u) for u in rb]) - np.mean([metric_of(u) for u in ra])
+                          for ra, rb in zip(pa, pb)]))
+    return _diff_result(diff, diffs, n, level, n_boot)
+
+
+def _diff_result(diff: float, diffs: np.ndarray, n: int, level: float, n_boot: int) -> dict:
+    low, high = _interval(diffs, level)
+    side = np.mean(diffs <= 0) if diff > 0 else np.mean(diffs >= 0)
+    return {"diff": diff, "low": low, "high": high, "n": n, "distinguishable": bool(low > 0 or high < 0),
+            "p": float(max(min(1.0, 2 * side), 1 / n_boot))}

@@ -90,3 +90,27 @@ def test_seeds_are_averaged_on_the_same_resamples():
     with pytest.raises(ValueError, match="recompute"):
         bootstrap_ci({"score": 1.0})
     assert resamples(5, n_boot=3, seed=4).shape == (3, 5)
+
+
+def test_curve_means_pair_every_point_on_the_same_resamples():
+    from headprune_core.uncertainty import curve_mean_ci, paired_curves
+    rng = np.random.default_rng(5)
+    n = 120
+    total = [10] * n
+
+    def point(p, seeds=1):
+        return [{"correct": list(rng.binomial(10, p, size=n)), "total": total} for _ in range(seeds)]
+
+    good = {"k": [0, 4, 8], "units": [point(0.9), point(0.85), point(0.8)]}
+    bad = {"k": [0, 4, 8], "units": [point(0.9, 3), point(0.7, 3), point(0.6, 3)]}
+    mean = curve_mean_ci(good, [4, 8])
+    assert mean["score"] == pytest.approx(np.mean([metric_of(good["units"][i][0]) for i in (1, 2)]))
+    assert mean["low"] < mean["score"] < mean["high"] and mean["points"] == 2
+    d = paired_curves(bad, good, [4, 8])
+    expected = np.mean([metric_of(good["units"][i][0]) - np.mean([metric_of(u) for u in bad["units"][i]])
+                        for i in (1, 2)])
+    assert d["diff"] == pytest.approx(expected) and d["distinguishable"] and d["low"] > 0
+    with pytest.raises(ValueError, match=r"no point at \[6\] heads"):
+        curve_mean_ci(good, [6])
+    with pytest.raises(ValueError, match="recompute"):
+        curve_mean_ci({"k": [0], "mean": [1.0]}, [0])
