@@ -25,9 +25,11 @@ PAGES = [
     st.Page("headprune_app/pages/home.py", title="Overview", icon=":material/home:", default=True),
     st.Page("headprune_app/pages/importance.py", title="Head importance", icon=":material/grid_on:"),
     st.Page("headprune_app/pages/prune.py", title="Prune & evaluate", icon=":material/content_cut:"),
+    st.Page("headprune_app/pages/retrain.py", title="Prune & retrain", icon=":material/model_training:"),
     st.Page("headprune_app/pages/inspector.py", title="Head inspector", icon=":material/search:"),
     st.Page("headprune_app/pages/task_affinity.py", title="Task affinity", icon=":material/hub:"),
     st.Page("headprune_app/pages/shared_heads.py", title="Shared heads", icon=":material/join_inner:"),
+    st.Page("headprune_app/pages/findings.py", title="Findings", icon=":material/fact_check:"),
     st.Page("headprune_app/pages/runs.py", title="Runs", icon=":material/storage:"),
     st.Page("headprune_app/pages/add_data.py", title="Add data", icon=":material/upload_file:"),
 ]

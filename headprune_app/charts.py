@@ -314,3 +314,65 @@ def status_matrix(rows: Sequence[dict]) -> pd.DataFrame:
         out.append(row)
     cols = ["language"] + [n for n in names.values() if any(n in r for r in out)]
     return pd.DataFrame(out, columns=cols).fillna("")
+
+
+LANG_COLOURS = {"en": "#000000", "de": "#E69F00", "nl": "#56B4E9", "es": "#009E73", "fr": "#0072B2",
+                "it": "#D55E00", "pt": "#CC79A7", "tr": "#8C6D1F"}
+"""One colour per embedded language (Okabe-Ito's colour-blind-safe palette, brown for the eighth): the same
+language has the same colour on every chart."""
+OTHER_COLOURS = ["#7F7F7F", "#17BECF", "#BCBD22", "#9467BD", "#8C564B", "#E377C2", "#1F77B4", "#FF7F0E"]
+
+
+def lang_colour(lang: str, i: int = 0) -> str:
+    return LANG_COLOURS.get(lang, OTHER_COLOURS[i % len(OTHER_COLOURS)])
+
+
+def retrain_chart(res: dict, *, langs: Sequence[str] | None = None) -> go.Figure:
+    """A re-fine-tuning's test metric per level (k heads pruned before fine-tuning, or a layer third), one line
+    per language with its 95% interval as error bars, and the dev metric of the source language dashed. The
+    y-axis starts at the lowest interval (not 0): a caption must say so."""
+    fig = go.Figure()
+    levels = list(res["levels"])
+    x = [("unpruned" if lab == "0" else lab) for lab in levels]
+    langs = list(langs or res["test"])
+    for i, lang in enumerate(langs):
+        pts = [res["test"][lang]["levels"][lab] for lab in levels]
+        fig.add_trace(go.Scatter(
+            x=x, y=[p["score"] for p in pts], mode="lines+markers", name=lang,
+            line=dict(color=lang_colour(lang, i)),
+            error_y=dict(type="data", symmetric=False, array=[p["high"] - p["score"] for p in pts],
+                         arrayminus=[p["score"] - p["low"] for p in pts], thickness=1),
+            hovertemplate="%{x}: %{y:.1f}<extra>" + lang + " test</extra>"))
+    dev = [res["dev"][lab] for lab in levels]
+    fig.add_trace(go.Scatter(x=x, y=[p["score"] for p in dev], mode="lines+markers", name=f"{res['dev_lang']} dev",
+                             line=dict(color="#888", dash="dash"),
+                             hovertemplate="%{x}: %{y:.1f}<extra>dev (picks k)</extra>"))
+    xtitle = "layer third pruned, then fine-tuned" if res["strategy"] == "layers" else \
+        "heads pruned before fine-tuning (k)"
+    fig.update_layout(xaxis_title=xtitle, yaxis_title=res["metric"], height=400, margin=dict(l=10, r=10, t=10, b=10),
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(type="category")
+    return fig
+
+
+def thirds_chart(rows: Sequence[dict]) -> go.Figure:
+    """Relative change (%) of each language's test metric after pruning the bottom, middle or top third of the
+    layers and fine-tuning again, grouped by language family; error bars are the paired 95% intervals.
+
+    ``rows``: ``{"lang", "family", "third", "rel", "low", "high"}``."""
+    fig = go.Figure()
+    order = sorted({(r["family"], r["lang"]) for r in rows})
+    cats = [[f for f, _ in order], [lang for _, lang in order]]
+    colours = {"bottom": "#56B4E9", "middle": "#E69F00", "top": "#009E73"}
+    for third in ("bottom", "middle", "top"):
+        by = {(r["family"], r["lang"]): r for r in rows if r["third"] == third}
+        vals = [by.get(o) for o in order]
+        fig.add_trace(go.Bar(
+            x=cats, y=[v["rel"] if v else None for v in vals], name=f"{third} third", marker_color=colours[third],
+            error_y=dict(type="data", symmetric=False, array=[(v["high"] - v["rel"]) if v else 0 for v in vals],
+                         arrayminus=[(v["rel"] - v["low"]) if v else 0 for v in vals], thickness=1),
+            hovertemplate="%{x}: %{y:+.1f}%<extra>" + third + " third pruned</extra>"))
+    fig.add_hline(y=0, line_color="#444")
+    fig.update_layout(barmode="group", yaxis_title="change vs unpruned (%)", height=380,
+                      margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.3))
+    return fig

@@ -14,7 +14,7 @@ intervals cannot tell).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -61,6 +61,45 @@ def _sign(d: dict) -> int:
     return 0 if not d["distinguishable"] else (1 if d["diff"] > 0 else -1)
 
 
+def findings_plan(plan: StudyPlan, shape: tuple[int, int]) -> StudyPlan:
+    """The plan whose results the cards read: ``plan`` itself when it has re-fine-tuning experiments (the
+    ``findings`` preset), the ``findings`` preset for the ``demo`` preset (which it extends), else ``plan`` plus
+    the findings preset's experiments on its first task, scaled to the model (Ma et al.'s k = half and all of
+    one layer's worth of heads), trained like the plan, and a small GradTS check of its tasks in its first two
+    languages when that gives at least three task units."""
+    if plan.refinetune:
+        return plan
+    if plan.name == "demo" and plan == replace(get_preset("demo"), model=plan.model):
+        preset = get_preset("findings")
+        if plan.model == preset.model:
+            return preset
+        from headprune_core.gradts import get_gradts_preset
+        gradts = tuple(replace(get_gradts_preset(g), model=plan.model).to_dict() for g in preset.gradts)
+        return replace(preset, model=plan.model, gradts=gradts)
+    task = plan.tasks[0]
+    seed = int(plan.train.get("seed", 13))
+    per_layer = shape[1]
+    ma = [per_layer // 2, per_layer]
+    experiments = (
+        {"tasks": [task], "settings": ["cross"], "strategy": "importance", "levels": ma, "seeds": [seed, seed + 1, seed + 2]},
+        {"tasks": [task], "settings": ["cross"], "strategy": "reverse", "levels": ma},
+        {"tasks": [task], "settings": ["cross"], "strategy": "random", "levels": ma},
+        {"tasks": [task], "settings": ["cross"], "strategy": "layers"},
+        {"tasks": [task], "settings": ["cross"], "strategy": "importance", "shares": [0.25, 0.5, 0.75]},
+        {"tasks": [task], "settings": ["cross"], "strategy": "random", "shares": [0.25, 0.5, 0.75]},
+    )
+    gradts = plan.gradts
+    units = [f"{t}/{lang}" for t in plan.tasks for lang in plan.langs[:2] if lang in plan.task_langs(t)]
+    if not gradts and len(units) >= 3:
+        gradts = ({"name": f"{plan.name}-gradts", "description": f"GradTS check of plan {plan.name}'s tasks",
+                   "model": plan.model, "units": units, "primaries": [units[-1]], "max_trial": 2,
+                   "random_seeds": [0, 1], "score_sentences": plan.score_sentences,
+                   "eval_sentences": plan.eval_sentences, "train": dict(plan.train), "sources": dict(plan.sources),
+                   "note": f"Units and training of plan {plan.name!r}."},)
+    settings = plan.settings if "cross" in plan.settings else ("cross", *plan.settings)
+    return replace(plan, name=f"{plan.name}-findings", settings=settings, refinetune=experiments, gradts=gradts)
+
+
 class Findings:
     """The cards of ``plan`` (default: the ``findings`` preset) on ``study``'s cache."""
 
@@ -75,6 +114,32 @@ class Findings:
     def missing(self) -> list[Job]:
         """The plan's jobs that are not cached (what a click computes)."""
         return [j for j in self.jobs if not self.study.store.has(j.cfg)]
+
+    def estimate(self, *, cpus: int | None = None) -> dict:
+        """Estimated seconds to compute what is missing, one job after another with ``cpus`` threads each (this
+        machine's by default), from the job times measured in this cache (see
+        :func:`headprune_core.sweep.estimate`): ``{"seconds", "jobs", "unknown": kinds never measured}``."""
+        import os
+
+        from headprune_core.config import nested_configs
+        from headprune_core.sweep import estimate, later_seconds, measured_rates
+        rates = measured_rates(self.study.store)
+        cpus = cpus or max(1, os.cpu_count() or 1)
+        seen, total, unknown, count = set(), 0.0, set(), 0
+        for job in self.missing():
+            for cfg in [*nested_configs(job.cfg), job.cfg]:
+                if cfg.key() in seen or self.study.store.has(cfg):
+                    continue
+                seen.add(cfg.key())
+                count += 1
+                secs, _ = estimate(cfg, rates, cpus=cpus)
+                if cfg.kind == "refinetune":
+                    secs = later_seconds(cfg, rates, {"finetune": cpus, "eval": cpus})
+                if secs is None:
+                    unknown.add(cfg.kind)
+                else:
+                    total += secs
+        return {"seconds": total, "jobs": count, "unknown": sorted(unknown)}
 
     def _get(self, cfg):
         return self.study.store.get(cfg)
@@ -109,6 +174,13 @@ class Findings:
                 found = self._get(part.tests[lang])
                 return found["result"]["units"] if found else None
         return None
+
+    def _gradts_plan(self, job: Job):
+        from headprune_core.gradts import GradTS
+        for gplan in self.plan.gradts_plans():
+            if GradTS(self.study, gplan).config().key() == job.cfg.key():
+                return gplan
+        raise ValueError(f"no GradTS plan of {self.plan.name!r} gives {job.what!r}")
 
     def _langs(self, res: dict) -> list[str]:
         """The test languages of a re-fine-tuning result in the plan's order (stored results sort keys)."""
@@ -449,7 +521,7 @@ class Findings:
         if found is None:
             card.missing = [job.what] if job else ["the plan has no GradTS check"]
             return card
-        gplan = next(p for p in self.plan.gradts_plans() if p.name in job.what)
+        gplan = self._gradts_plan(job)
         gts = GradTS(self.study, gplan)
         res = found["result"]
         signs = []
@@ -499,8 +571,7 @@ class Findings:
         if found is None:
             card.missing = [job.what] if job else ["the plan has no GradTS check"]
             return card
-        gplan = next(p for p in self.plan.gradts_plans() if p.name in job.what)
-        gts = GradTS(self.study, gplan)
+        gts = GradTS(self.study, self._gradts_plan(job))
         maps = {}
         for unit in gts.units:
             sc = self._get(gts.score_config(unit))

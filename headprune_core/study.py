@@ -551,8 +551,9 @@ class StudyPlan:
     # prune-then-retrain experiments (Ma et al.; Budhraja et al.): a list of objects of REFINETUNE_OPTIONS, e.g.
     # {"strategy": "importance", "levels": [0, 4, 8, 12], "seeds": [13, 14, 15]}; one object is one experiment
     refinetune: tuple = ()
-    # GradTS validations run with the plan (GradTS preset names, e.g. "gradts-findings", or plan files), same model
-    gradts: tuple[str, ...] = ()
+    # GradTS validations run with the plan (GradTS preset names, e.g. "gradts-findings", plan files, or plans as
+    # objects of GradTSPlan fields), on the plan's model
+    gradts: tuple = ()
 
     def __post_init__(self):
         check_name(self.name, "plan name")
@@ -592,8 +593,8 @@ class StudyPlan:
             raise ValueError(f"{where}: refinetune must be a list of objects like {{\"max_k\": 12}}, "
                              f"got {self.refinetune!r}")
         object.__setattr__(self, "refinetune", tuple(experiments))
-        if not isinstance(self.gradts, tuple) or not all(isinstance(v, str) for v in self.gradts):
-            raise ValueError(f"{where}: gradts must be a list of GradTS preset names or plan files, got "
+        if not isinstance(self.gradts, tuple) or not all(isinstance(v, (str, dict)) for v in self.gradts):
+            raise ValueError(f"{where}: gradts must be a list of GradTS preset names, plan files or plans, got "
                              f"{self.gradts!r}")
 
         for i, exp in enumerate(self.refinetune):
@@ -607,8 +608,12 @@ class StudyPlan:
         out = []
         for name in self.gradts:
             try:
-                is_file = name.endswith(".json") or Path(name).is_file()
-                gplan = GradTSPlan.from_file(name) if is_file else get_gradts_preset(name)
+                if isinstance(name, dict):
+                    gplan = GradTSPlan.from_dict(name, where="GradTS plan")
+                elif name.endswith(".json") or Path(name).is_file():
+                    gplan = GradTSPlan.from_file(name)
+                else:
+                    gplan = get_gradts_preset(name)
             except ValueError as err:
                 raise ValueError(f"{where}: gradts: {err}") from None
             if gplan.model != self.model:

@@ -423,7 +423,7 @@ def _seconds(kind: str, model: str, work: float, rates: Rates, cpus: float) -> t
     return work * rate, how
 
 
-def _later_seconds(rc, rates: Rates, cpus: dict[str, float]) -> float | None:
+def later_seconds(rc, rates: Rates, cpus: dict[str, float]) -> float | None:
     """A re-fine-tuning's parts before its ranking says which heads go: a fine-tune like its own per level and
     seed (pruned ones are faster: an upper estimate), a dev and a test evaluation per language for each."""
     ft, _ = estimate(rc.finetune, rates, cpus=cpus["finetune"])
@@ -481,7 +481,7 @@ def dry_run(graph: SweepGraph, *, cpus: int | None = None) -> dict:
         finish[n.id] = secs  # its own time, for now; the chain through what it reads below
     pending = [n for n in graph.nodes.values() if not n.expanded and n.state == "todo"]
     later = sum(sum(_later_jobs(n.cfg)) for n in pending)
-    later_each = [_later_seconds(n.cfg, rates, per_job) for n in pending]
+    later_each = [later_seconds(n.cfg, rates, per_job) for n in pending]
     later_seconds = None if None in later_each else sum(later_each)
     if later_seconds:
         total += later_seconds

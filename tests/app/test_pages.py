@@ -10,7 +10,7 @@ import pytest
 from headprune_core.store import Store
 from tests.app.conftest import make_app, plan_size
 
-PAGES = ["home", "importance", "prune", "inspector", "runs"]
+PAGES = ["home", "importance", "prune", "retrain", "inspector", "findings", "runs"]
 AFFINITY_PAGES = ["task_affinity", "shared_heads"]  # tested on their own in test_affinity_pages.py
 
 
@@ -231,3 +231,28 @@ def test_runs_page_shows_sweep_progress(fixture_cache, cache_copy, monkeypatch):
     assert any("Sweep 'gone' stopped before it finished" in w.value for w in at.warning)
     errors = [t.value for t in at.dataframe if "error" in t.value.columns]
     assert errors and "RuntimeError: CUDA out of memory" in set(errors[0]["error"])
+
+
+@pytest.mark.slow  # about 3 minutes: the click retrains the tiny model 24 times and runs a GradTS check
+def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, monkeypatch):
+    """After set-up the Findings page says what is missing with an estimate; one click computes the plan's
+    findings and every card shows a verdict with numbers."""
+    from headprune_core.findings import MISSING, VERDICTS
+    at = make_app(cache_copy, monkeypatch)
+    at.run()
+    run_page(at, "findings")
+    counts = {m.label: m.value for m in at.metric}
+    # the fixture study's own curves and scores already decide (b) and (c); the rest needs retraining / GradTS
+    assert counts[MISSING] == "5" and set(counts) == set(VERDICTS)
+    assert any("are not computed yet" in i.value and "min" in i.value for i in at.info), [i.value for i in at.info]
+    (button,) = [b for b in at.button if b.key == "compute_findings"]
+    button.click().run(timeout=900)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    counts = {m.label: m.value for m in at.metric}
+    assert counts[MISSING] == "0" and sum(int(v) for v in counts.values()) == 7, counts
+    assert not at.info  # nothing left to offer
+    assert len(at.dataframe) >= 7  # a table per card
+    # the Prune & retrain page shows the runs the click computed
+    run_page(at, "retrain")
+    assert at.selectbox(key="retrain_pick").options and len(plotly_charts(at)) >= 1

@@ -98,3 +98,24 @@ def _verdict_rules(f, job, res):
     for change, best, verdict in cases:
         f._refinetune = lambda s, shares=False, r=with_changes(change, best): (job, r)
         assert f.card_a().verdict.startswith(verdict), (change, best)
+
+
+def test_findings_plan_of_a_plan(tiny_cache, monkeypatch):
+    from dataclasses import replace
+
+    from headprune_core.findings import findings_plan
+    from headprune_core.study import get_preset
+    root, model = tiny_cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    assert findings_plan(get_preset("demo"), (12, 12)) == get_preset("findings")
+    assert findings_plan(get_preset("findings"), (12, 12)) is get_preset("findings")
+    other = findings_plan(replace(get_preset("demo"), model="x"), (12, 12))
+    assert other.model == "x" and other.gradts[0]["model"] == "x" and other.refinetune == get_preset("findings").refinetune
+    plan = StudyPlan(name="p", description="", model=model, tasks=("pos", "name"), langs=("en", "de"),
+                     settings=("multi",), train={"max_train_sentences": 50, "epochs": 1.0, "seed": 3})
+    f = findings_plan(plan, (3, 4))
+    assert f.name == "p-findings" and f.settings == ("cross", "multi")
+    assert f.refinetune[0]["levels"] == [2, 4] and f.refinetune[0]["seeds"] == [3, 4, 5]
+    (g,) = f.gradts
+    assert g["units"] == ["pos/en", "pos/de", "name/en", "name/de"] and g["primaries"] == ["name/de"]
+    assert [p.name for p in f.gradts_plans()] == ["p-gradts"]

@@ -1,0 +1,90 @@
+"""App-side bridge for the Findings page: the cards of the sidebar plan's findings plan from this session's
+cache, the estimate of what is missing, and the computation on a click (under the dashboard's compute lock)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from headprune_app import cached
+from headprune_app import selection as S
+from headprune_core.findings import INCONCLUSIVE, MISSING, NOT_REPRODUCED, REPRODUCED, Card, Findings, findings_plan
+
+BADGES = {REPRODUCED: ("green", ":material/check_circle:"), NOT_REPRODUCED: ("red", ":material/cancel:"),
+          INCONCLUSIVE: ("orange", ":material/help:"), MISSING: ("gray", ":material/hourglass_empty:")}
+PAGES = {"retrain": ("headprune_app/pages/retrain.py", "Prune & retrain"),
+         "prune": ("headprune_app/pages/prune.py", "Prune & evaluate"),
+         "importance": ("headprune_app/pages/importance.py", "Head importance"),
+         "task_affinity": ("headprune_app/pages/task_affinity.py", "Task affinity"),
+         "shared_heads": ("headprune_app/pages/shared_heads.py", "Shared heads")}
+
+
+def findings(sel: S.Selection) -> Findings:
+    """The Findings of the sidebar plan's findings plan (the ``findings`` preset for the demo) on the shared
+    Study of its model; building the plan's jobs reads the corpora once per session and plan."""
+    key = ("findings", sel.plan.name, sel.model, cached.root())
+    store = st.session_state.setdefault("_findings", {})
+    if key not in store:
+        info = cached.model_info(sel.model)
+        shape = (int(info["n_layers"]), int(info["n_heads"]))
+        plan = findings_plan(replace(sel.plan, model=sel.model), shape)
+        store.clear()
+        store[key] = Findings(cached.study(plan.model, sources=plan.sources or None), plan)
+    return store[key]
+
+
+def cards(f: Findings) -> list[Card]:
+    """The cards (computed from cached entries: a fraction of a second to a few seconds)."""
+    return f.cards()
+
+
+def estimate_text(f: Findings) -> str:
+    est = f.estimate()
+    minutes = est["seconds"] / 60
+    text = f"about {minutes:.0f} min" if minutes >= 1 else "under a minute"
+    if est["unknown"]:
+        text += f" plus {', '.join(est['unknown'])} jobs never measured in this cache"
+    return text
+
+
+def offer(f: Findings) -> None:
+    """Say what is missing and compute it on a click, with a progress bar; rerun when done."""
+    missing = f.missing()
+    if not missing:
+        return
+    text = estimate_text(f)
+    st.info(f"**{len(missing)} of {len(f.jobs)} results** of plan **{f.plan.name}** are not computed yet "
+            f"({text} on this machine, one job after another, from the job times measured in this cache; "
+            "re-fine-tunings count every run at the unpruned model's time, so the estimate is high). Cards "
+            "without their results say so. Nothing computes until you click; finished results stay cached if "
+            "you stop.")
+    with st.expander("What will be computed"):
+        st.dataframe(pd.DataFrame([{"job": j.what, "kind": j.cfg.kind} for j in missing]), hide_index=True)
+    if st.button(f"Compute the findings ({text})", type="primary", key="compute_findings"):
+        if cached.run_jobs(f.study, [(j.what, j.run) for j in missing], title="Findings"):
+            st.session_state.pop("_findings", None)
+            st.rerun()
+
+
+def render_card(card: Card) -> None:
+    colour, icon = BADGES[card.verdict]
+    with st.container(border=True):
+        head, badge = st.columns([5, 2])
+        head.subheader(f"({card.key}) {card.title}")
+        badge.badge(card.verdict, icon=icon, color=colour)
+        st.markdown(f"**The paper.** {card.claim}")
+        if card.verdict == MISSING:
+            st.caption("Not computed yet: " + "; ".join(card.missing))
+        else:
+            st.markdown(f"**Here.** {card.measured}")
+            st.dataframe(pd.DataFrame(card.rows), hide_index=True)
+            st.caption("Numbers: metric [95% bootstrap interval over test sentences]; differences with a "
+                       "paired bootstrap; * = distinguishable from 0.")
+        with st.expander("How the verdict is decided, and how this differs from the paper"):
+            st.markdown(f"**Rule.** {card.rule}")
+            if card.protocol:
+                st.markdown(f"**Protocol here.** {card.protocol}")
+        path, title = PAGES[card.page]
+        st.page_link(path, label=f"Evidence: {title}", icon=":material/arrow_forward:")

@@ -1,0 +1,114 @@
+"""App-side bridge for the Prune & retrain page: cached re-fine-tunings of a model, their tables, and a new
+experiment (configured, estimated, computed on a click)."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import streamlit as st
+
+from headprune_app import cached
+from headprune_app import selection as S
+from headprune_core.config import RefinetuneConfig, config_from_dict
+from headprune_core.findings import FAMILIES, ci_text, diff_text
+from headprune_core.study import FINDINGS_RETRAIN, Study
+
+STRATEGY_TEXT = {"importance": "lowest-ranked heads (Ma et al.)", "reverse": "top-ranked heads (control)",
+                 "random": "random heads (control; Budhraja et al. 2020)",
+                 "layers": "a third of the layers (Budhraja et al. 2021)"}
+
+
+def describe(rc: RefinetuneConfig) -> str:
+    levels = ", ".join(lab for lab, _ in rc.points() if lab != "0")
+    seeds = f", {len(rc.train_seeds())} seeds" if len(rc.train_seeds()) > 1 else ""
+    return (f"{'+'.join(rc.finetune.tasks)} ({rc.finetune.setting}, {'+'.join(rc.finetune.train_langs)}): "
+            f"{rc.strategy} {levels}{seeds}; {rc.finetune.max_train_sentences} sentences x "
+            f"{rc.finetune.epochs:g} epochs")
+
+
+def results(st_: Study, task: str) -> list[tuple[str, RefinetuneConfig, dict]]:
+    """Every cached re-fine-tuning of ``st_``'s model on ``task`` (newest first): (description, config, result);
+    a model whose fingerprint cannot be computed (not prepared) has none."""
+    out = []
+    for e in st_.store.entries("refinetune"):
+        if e.stale:
+            continue
+        try:
+            rc = config_from_dict("refinetune", e.config)
+        except (ValueError, TypeError):
+            continue
+        if rc.finetune.model_fp != st_.model_fp or rc.finetune.tasks[0] != task:
+            continue
+        found = cached.read(st_, rc)
+        if found is not None:
+            out.append((describe(rc), rc, found["result"]))
+    return out
+
+
+def table(res: dict, langs) -> pd.DataFrame:
+    """Per test language: unpruned -> pruned (each seed's dev-picked level), change with its paired interval."""
+    rows = []
+    for lang in langs:
+        t = res["test"][lang]
+        rows.append({"language": lang + (" (source)" if lang == res["dev_lang"] else ""),
+                     "family": FAMILIES.get(lang, ""), "unpruned": ci_text(t["unpruned"]),
+                     "pruned (best k on dev)": ci_text(t["pruned"]), "change": diff_text(t["change"]),
+                     "distinguishable from 0": "yes" if t["change"]["distinguishable"] else "no"})
+    return pd.DataFrame(rows)
+
+
+def levels_table(res: dict, langs) -> pd.DataFrame:
+    """Every level against unpruned, per language (paired differences)."""
+    rows = []
+    for lab, k in zip(res["levels"][1:], res["k"][1:]):
+        row = {"level": lab, "heads pruned": k, "dev": ci_text(res["dev"][lab])}
+        for lang in langs:
+            row[lang] = diff_text(res["test"][lang]["changes"][lab])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def thirds_rows(res: dict, langs) -> list[dict]:
+    """Relative changes per language and third (for ``charts.thirds_chart``)."""
+    rows = []
+    for lang in langs:
+        t = res["test"][lang]
+        base = t["unpruned"]["score"]
+        if not base:
+            continue
+        for third in ("bottom", "middle", "top"):
+            ch = t["changes"][third]
+            rows.append({"lang": lang, "family": FAMILIES.get(lang, "other"), "third": third,
+                         "rel": 100 * ch["diff"] / base, "low": 100 * ch["low"] / base,
+                         "high": 100 * ch["high"] / base})
+    return rows
+
+
+def new_experiment(st_: Study, sel: S.Selection, *, strategy: str, levels: tuple[int, ...], seeds: tuple[int, ...],
+                   train: dict, sentences: int) -> RefinetuneConfig:
+    """A re-fine-tuning of the sidebar's task and setting: trained like ``train``, ranked (importance, reverse) on
+    the first training language's dev set by the unpruned model trained the same way (Ma et al.), tested in the
+    selected languages."""
+    ft = st_.finetune_config(sel.task, sel.train_langs(), setting=sel.setting, **{**sel.plan.train, **train})
+    ranking = st_.score_config(ft, sel.task, ft.train_langs[0], method=sel.method,
+                               max_sentences=sel.plan.score_sentences) if strategy in ("importance", "reverse") else None
+    return RefinetuneConfig(finetune=ft, ranking=ranking, strategy=strategy, levels=levels, seeds=seeds,
+                            eval_langs=tuple(sel.langs), max_sentences=sentences)
+
+
+def estimate_minutes(st_: Study, rc: RefinetuneConfig) -> str:
+    from headprune_core.sweep import estimate, later_seconds, measured_rates
+    rates = measured_rates(st_.store)
+    cpus = max(1, os.cpu_count() or 1)
+    secs = later_seconds(rc, rates, {"finetune": cpus, "eval": cpus})
+    if secs is None:
+        return "no fine-tuning time measured in this cache yet"
+    if not st_.store.has(rc.finetune):
+        first, _ = estimate(rc.finetune, rates, cpus=cpus)
+        secs += first or 0.0
+    return f"about {secs / 60:.0f} min on this machine" if secs >= 60 else "under a minute on this machine"
+
+
+def default_train() -> dict:
+    return dict(FINDINGS_RETRAIN)
