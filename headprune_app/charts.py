@@ -70,10 +70,17 @@ def small_multiples(maps: dict[str, np.ndarray], *, zmin: float, zmax: float, co
     for i, name in enumerate(names):
         fig.add_trace(_heatmap(maps[name], zmin=zmin, zmax=zmax, coloraxis="coloraxis", score_label=score_label),
                       row=i // cols + 1, col=i % cols + 1)
-    fig.update_layout(coloraxis=dict(colorscale=IMPORTANCE_SCALE, cmin=zmin, cmax=zmax),
-                      height=230 * rows + 40, margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_xaxes(showticklabels=False)
-    fig.update_yaxes(showticklabels=False)
+    layers, heads = np.shape(next(iter(maps.values())))
+    fig.update_layout(coloraxis=dict(colorscale=IMPORTANCE_SCALE, cmin=zmin, cmax=zmax,
+                                     colorbar=dict(title=score_label)),
+                      height=250 * rows + 60, margin=dict(l=10, r=10, t=40, b=10))
+    # ticks every few heads / layers (every one would crowd a small panel); titles on the outer panels only
+    fig.update_xaxes(tickmode="array", tickvals=list(range(0, heads, max(1, heads // 4))), tickfont=dict(size=9))
+    fig.update_yaxes(tickmode="array", tickvals=list(range(0, layers, max(1, layers // 4))), tickfont=dict(size=9))
+    for c in range(1, cols + 1):
+        fig.update_xaxes(title_text="head", title_font=dict(size=10), row=rows, col=c)
+    for r in range(1, rows + 1):
+        fig.update_yaxes(title_text="layer", title_font=dict(size=10), row=r, col=1)
     return fig
 
 
@@ -123,9 +130,10 @@ def layer_shares(raw: np.ndarray) -> np.ndarray:
 def layer_profile(raw_maps: dict[str, np.ndarray]) -> go.Figure:
     """Share of importance per layer, one line per language."""
     fig = go.Figure()
-    for name, raw in raw_maps.items():
+    for i, (name, raw) in enumerate(raw_maps.items()):
         shares = layer_shares(raw)
         fig.add_trace(go.Scatter(x=list(range(len(shares))), y=shares, mode="lines+markers", name=name,
+                                 line=dict(color=lang_colour(name, i)),
                                  hovertemplate=f"{name}, layer %{{x}}: %{{y:.1f}}%<extra></extra>"))
     fig.update_layout(xaxis_title="layer", yaxis_title="share of importance (%)", height=360,
                       margin=dict(l=10, r=10, t=10, b=10), legend_title_text="language")
@@ -223,29 +231,48 @@ def toggle(mask: np.ndarray, heads: Sequence[tuple[int, int]]) -> np.ndarray:
     return out
 
 
+STRATEGY_COLOURS = {"importance": "#0072B2", "reverse": "#D55E00", "random": "#7F7F7F", "layers": "#009E73"}
+THIRD_POSITIONS = {"bottom": "middle left", "middle": "top center", "top": "middle right"}
+
+
 def curves_chart(curves: Sequence[dict], *, current_k: int | None = None, current_score: float | None = None,
                  current_label: str = "current mask", metric: str = "") -> go.Figure:
-    """Metric vs heads pruned, one line per strategy (random: mean with a +-1 std band); current k marked.
+    """Metric vs heads pruned, one line per strategy with its 95% bootstrap interval over sentences as a band
+    (random: the mean over draws); current k marked.
 
-    Each curve is ``{"name", "k", "mean", "std", "labels", "strategy"}`` as returned by ``Study.curve`` plus a
-    display name. The ``layers`` strategy is drawn as labelled points (bottom / middle / top third).
+    Each curve is ``{"name", "k", "mean", "std", "labels", "strategy"}`` (and ``low``/``high``) as returned by
+    ``Study.curve`` plus a display name. The ``layers`` strategy is three labelled points at the same k (bottom /
+    middle / top third), labelled left, above and right so the labels do not overlap. The y-axis spans the
+    values (not 0-100), so drops look larger than on a full scale: the page says so.
     """
     fig = go.Figure()
+    others, used = iter(OTHER_COLOURS), set()
     for c in curves:
         k, mean = list(c["k"]), list(c["mean"])
-        std = list(c.get("std") or [0.0] * len(k))
+        strategy = c.get("strategy")
+        # each strategy's first curve in its own colour; more importance curves (other rankings) in others
+        colour = STRATEGY_COLOURS.get(strategy) if strategy not in used else None
+        used.add(strategy)
+        colour = colour or next(others)
         if c.get("strategy") == "layers":
-            fig.add_trace(go.Scatter(x=k, y=mean, mode="markers+text", text=list(c.get("labels", [])),
-                                     textposition="top center", name=c["name"], marker=dict(size=10),
+            labels = list(c.get("labels", []))
+            fig.add_trace(go.Scatter(x=k, y=mean, mode="markers+text", text=labels, name=c["name"],
+                                     textposition=[THIRD_POSITIONS.get(lab, "top center") for lab in labels],
+                                     marker=dict(size=10, color=colour),
                                      hovertemplate="%{text} layers: %{y:.2f}<extra>" + c["name"] + "</extra>"))
             continue
-        if any(s > 0 for s in std):
-            upper = [m + s for m, s in zip(mean, std)]
-            lower = [m - s for m, s in zip(mean, std)]
-            fig.add_trace(go.Scatter(x=k + k[::-1], y=upper + lower[::-1], fill="toself", line=dict(width=0),
-                                     opacity=0.2, hoverinfo="skip", showlegend=False, name=c["name"] + " band"))
-        fig.add_trace(go.Scatter(x=k, y=mean, mode="lines+markers", name=c["name"],
-                                 hovertemplate="%{x} heads pruned: %{y:.2f}<extra>" + c["name"] + "</extra>"))
+        low, high = c.get("low"), c.get("high")
+        if low is None:  # an entry from before intervals were kept: +-1 std over random draws
+            std = list(c.get("std") or [0.0] * len(k))
+            low, high = [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)]
+        if any(h > lo for lo, h in zip(low, high)):
+            fig.add_trace(go.Scatter(x=k + k[::-1], y=list(high) + list(low)[::-1], fill="toself",
+                                     line=dict(width=0), fillcolor=colour, opacity=0.15, hoverinfo="skip",
+                                     showlegend=False, name=c["name"] + " interval"))
+        fig.add_trace(go.Scatter(x=k, y=mean, mode="lines+markers", name=c["name"], line=dict(color=colour),
+                                 customdata=np.column_stack([low, high]),
+                                 hovertemplate="%{x} heads pruned: %{y:.2f} [%{customdata[0]:.1f}, "
+                                               "%{customdata[1]:.1f}]<extra>" + c["name"] + "</extra>"))
     if current_k is not None:
         fig.add_vline(x=current_k, line_dash="dash", line_color="#888")
         if current_score is not None:
@@ -254,7 +281,7 @@ def curves_chart(curves: Sequence[dict], *, current_k: int | None = None, curren
                                                  line=dict(width=1, color="black")),
                                      hovertemplate="%{x} heads pruned: %{y:.2f}<extra>" + current_label +
                                                    "</extra>"))
-    fig.update_layout(xaxis_title="heads pruned", yaxis_title=metric, height=380,
+    fig.update_layout(xaxis_title="heads pruned", yaxis_title=metric, height=400,
                       margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25))
     return fig
 
@@ -280,7 +307,8 @@ def report_table(masked: dict, full: dict | None = None) -> pd.DataFrame:
 
 def attention_heatmap(pieces: Sequence[str], matrix: np.ndarray, *, title: str = "") -> go.Figure:
     """One head's attention over the sentence's sub-word pieces (rows: attending token, columns: attended)."""
-    labels = [f"{i}:{p}" for i, p in enumerate(pieces)]  # unique labels, even for repeated pieces
+    # unique labels, even for repeated pieces; < and > escaped, or plotly reads <s> as markup and hides it
+    labels = [f"{i}:{p}".replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for i, p in enumerate(pieces)]
     fig = go.Figure(go.Heatmap(z=np.asarray(matrix), x=labels, y=labels, colorscale="Blues", zmin=0,
                                hovertemplate="%{y} -> %{x}: %{z:.3f}<extra></extra>"))
     size = max(360, min(720, 28 * len(pieces) + 120))

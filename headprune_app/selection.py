@@ -143,15 +143,25 @@ def curve_config(study: Study, sel: Selection, lang: str, strategy: str, *,
                               seeds=sel.plan.random_seeds if strategy == "random" else (0,), **kw)
 
 
+def importance_curve_name(sel: Selection, ranking_lang: str) -> str:
+    """The prune page's name of the least-important-first curve by ``ranking_lang``'s ranking."""
+    if sel.setting == "cross" and ranking_lang == sel.source:
+        return f"least important first (source: {ranking_lang} ranking)"
+    if ranking_lang == sel.lang:
+        return "least important first (own ranking)"
+    return f"least important first ({ranking_lang} ranking)"
+
+
 def curve_candidates(study: Study, sel: Selection, lang: str) -> list[tuple[str, CurveConfig]]:
     """Every curve the prune page can draw for ``lang``: each strategy, and importance by each language's
-    ranking (shown when cached)."""
-    out = [("least important first (own ranking)", curve_config(study, sel, lang, "importance")),
-           ("most important first", curve_config(study, sel, lang, "reverse")),
-           ("random order", curve_config(study, sel, lang, "random")),
-           ("whole layers", curve_config(study, sel, lang, "layers"))]
-    for other in sel.langs:
-        if other != lang:
-            out.append((f"least important first ({other} ranking)",
-                        curve_config(study, sel, lang, "importance", ranking_lang=other)))
+    ranking (shown when cached). Cross-lingual, the source's ranking comes first (the default: zero-shot has no
+    target labels); the target's own ranking is the comparison."""
+    rankers = list(dict.fromkeys(([sel.source] if sel.setting == "cross" else []) + [lang, *sel.langs]))
+    out = [(importance_curve_name(sel, other), curve_config(study, sel, lang, "importance", ranking_lang=other))
+           for other in rankers[:1]]
+    out += [("most important first", curve_config(study, sel, lang, "reverse", ranking_lang=rankers[0])),
+            ("random order", curve_config(study, sel, lang, "random")),
+            ("whole layers", curve_config(study, sel, lang, "layers"))]
+    out += [(importance_curve_name(sel, other), curve_config(study, sel, lang, "importance", ranking_lang=other))
+            for other in rankers[1:]]
     return out

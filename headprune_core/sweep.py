@@ -482,10 +482,10 @@ def dry_run(graph: SweepGraph, *, cpus: int | None = None) -> dict:
     pending = [n for n in graph.nodes.values() if not n.expanded and n.state == "todo"]
     later = sum(sum(_later_jobs(n.cfg)) for n in pending)
     later_each = [later_seconds(n.cfg, rates, per_job) for n in pending]
-    later_seconds = None if None in later_each else sum(later_each)
-    if later_seconds:
-        total += later_seconds
-        cpu_seconds += later_seconds * per_job["finetune"]
+    later_total = None if None in later_each else sum(later_each)
+    if later_total:
+        total += later_total
+        cpu_seconds += later_total * per_job["finetune"]
         for n, secs in zip(pending, later_each):
             finish[n.id] += secs
     ends: dict[str, float] = {}
@@ -503,7 +503,7 @@ def dry_run(graph: SweepGraph, *, cpus: int | None = None) -> dict:
             "notes": [f"{', '.join(sorted(k for h, k in notes if h == how))}: {how}"
                       for how in sorted({h for h, _ in notes})],
             "measured_entries": sum(n for r in rates.values() for _, n in r.values()), "later_jobs": later,
-            "later_seconds": later_seconds}
+            "later_seconds": later_total}
 
 
 def _minutes(seconds: float) -> str:

@@ -14,6 +14,11 @@ st.markdown(
     "sentences, every difference with a paired bootstrap), a **verdict**, the rule it follows, and how this "
     "check differs from the paper's protocol. A verdict is about this model, these languages and this much data: "
     "*inconclusive at this data size* means the intervals cannot tell.")
+if not cached.model_info(sel.model)["ready"] or not sel.langs:
+    st.warning(f"The model {sel.model} or the corpora of task '{sel.task}' are not prepared in this cache: the "
+               "findings need both.")
+    cached.offer_prepare()
+    st.stop()
 f = cached.guarded(findings_view.findings, sel, what="Cannot set up the findings")
 st.markdown(f"{cached.model_caption(f.plan.model)}  \n**Plan:** {f.plan.name}: {f.plan.description}")
 if f.plan.model != sel.model:

@@ -18,7 +18,10 @@ st.markdown(
     "the stack importance sits.\n"
     "- **Prune & evaluate**: choose k heads to remove and see the metric, the per-tag report, the curves of all "
     "strategies, and the size and speed of the physically pruned model.\n"
+    "- **Prune & retrain**: remove heads, then fine-tune again (Ma et al.; Budhraja et al.), tested in every "
+    "language against the unpruned model, with intervals.\n"
     "- **Head inspector**: tag your own sentence with and without the mask; look at one head's attention.\n"
+    "- **Findings**: the papers' claims checked on this model, each with numbers, intervals and a verdict.\n"
     "- **Runs**: what is in the cache; delete entries; launch a whole study.")
 st.markdown(cached.model_caption(sel.model))
 for note in S.language_notes(sel.task, sel.langs):

@@ -14,6 +14,10 @@ st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.t
             f" · **normalisation:** {sel.normalize}{' + min-max' if sel.minmax else ''}")
 for note in S.language_notes(sel.task, sel.langs):
     st.caption(note)
+st.caption("**What the papers found.** Ma et al. 2021: gradient importance ranks heads alike across languages "
+           "(mBERT POS Spearman 0.67-0.87, XLM-R 0.94-0.97), and raw importance sits in the lower layers. **What "
+           "you see here.** This model's maps per language, ranked on each language's dev sentences with the "
+           "source-language model, and their Spearman correlations against the chance band of random rankings.")
 if not sel.langs:
     st.warning(f"No language selected, or no corpus of task '{sel.task}' is prepared in this cache.")
     cached.offer_prepare()

@@ -14,6 +14,10 @@ ss = st.session_state
 st.title("Head inspector")
 st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · fine-tuned on "
             f"{'+'.join(sel.train_langs())}")
+st.caption("**What the papers found.** Pruned heads matter little to the metric overall (Michel et al. 2019), "
+           "but single heads can still track syntax or positions (Voita et al. 2019). **What you see here.** One "
+           "sentence tagged with and without the current mask, and one head's attention pattern over its "
+           "sub-word pieces, special tokens (`<s>`, `</s>`) included.")
 ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
 if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft)], key="inspector"):
     st.stop()

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from headprune_app import cached, charts
+from headprune_app import cached, charts, prune_view
 from headprune_app import selection as S
 from headprune_core.evaluate import LAYER_PARTS
 from headprune_core.files import safe_filename
@@ -19,6 +19,11 @@ st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.t
             f"{S.lang_label(sel.lang)} · fine-tuned on {'+'.join(sel.train_langs())}")
 for note in S.language_notes(sel.task, [sel.lang]):
     st.caption(note)
+st.caption("**What the papers found.** Michel et al. 2019: many heads can be switched off at test time with "
+           "little loss, least important first; Ma et al. 2021: the same ranking transfers across languages "
+           "(prune a target by the source's ranking). **What you see here.** Heads switched off without "
+           "retraining (for pruning then retraining see Prune & retrain), on this language's test sentences; "
+           "curves carry 95% bootstrap intervals over sentences.")
 if not sel.langs:
     st.warning(f"No language selected, or no corpus of task '{sel.task}' is prepared in this cache.")
     cached.offer_prepare()
@@ -38,14 +43,17 @@ for name in ("strategy", "custom_heads"):
     if f"_pending_{name}" in ss:
         ss[name] = ss.pop(f"_pending_{name}")
 
-STRATEGIES = ["importance", "reverse", "random", "layers", "custom"]
 c1, c2, c3 = st.columns([2, 2, 3])
-strategy = c1.selectbox("Strategy", STRATEGIES, format_func=S.STRATEGY_LABELS.get, key="strategy")
-rank_lang, seed, part, custom = sel.lang, 0, "middle", None
+strategy = c1.selectbox("Strategy", prune_view.STRATEGIES, format_func=S.STRATEGY_LABELS.get, key="strategy")
+rank_options, rank_default = prune_view.ranking_choices(sel)
+rank_lang, seed, part, custom = rank_options[rank_default], 0, "middle", None
 if strategy in ("importance", "reverse"):
-    rank_lang = c2.selectbox("Ranking of", sel.langs, index=sel.langs.index(sel.lang) if sel.lang in sel.langs else 0,
-                             format_func=lambda l: f"{l} (own)" if l == sel.lang else l, key="rank_lang",
-                             help="Prune by this language's head ranking (own, or another language's).")
+    rank_lang = c2.selectbox("Ranking of", rank_options, index=rank_default,
+                             format_func=lambda l: prune_view.rank_label(sel, l),
+                             key=f"rank_lang:{sel.setting}:{sel.source}:{sel.lang}",
+                             help="Prune by this language's head ranking. Cross-lingual: the source's by default "
+                                  "(zero-shot has no target labels, as in Ma et al.); the target's own ranking "
+                                  "is the comparison.")
 elif strategy == "random":
     seed = int(c2.number_input("Seed", min_value=0, value=0, step=1, key="seed"))
 elif strategy == "layers":
@@ -73,18 +81,17 @@ if strategy == "custom":
         custom[int(l), int(h)] = 0
     k = int((custom == 0).sum())
 elif strategy == "layers":
-    k = shape[1] * (shape[0] // 3)
-    c3.caption(f"{k} heads: every head of the {part} third of the layers.")
+    c3.caption(f"Every head of the {part} third of the layers.")
 else:
     k = c3.slider("Heads pruned (k)", 0, total, value=0, key="k",
                   help="Starts at 0 (the cached unpruned evaluation); each new k is evaluated once, then cached.")
 
-mask = cached.mask(shape, strategy, k, ranking=ranking, seed=seed, part=part, custom=custom)
+mask = cached.mask(shape, strategy, 0 if strategy == "layers" else k, ranking=ranking, seed=seed, part=part,
+                   custom=custom)
+k = int((mask == 0).sum())
 if strategy != "custom":
     ss["last_mask"] = mask.tolist()
-label = {"importance": f"{k} least important ({rank_lang} ranking)", "reverse": f"{k} most important "
-         f"({rank_lang} ranking)", "random": f"{k} random (seed {seed})", "layers": f"{part} third of the layers",
-         "custom": f"{k} chosen by hand"}[strategy]
+label = prune_view.mask_label(strategy, k, rank_lang=rank_lang, seed=seed, part=part)
 ss["current_mask"] = {"mask": mask.tolist(), "label": label, "ft": ft.key(), "task": sel.task}
 
 base = cached.evaluation(study, base_cfg)
@@ -116,12 +123,16 @@ with right:
     curves, configs = cached.curves(study, sel, sel.lang)
     st.plotly_chart(charts.curves_chart(curves, current_k=k, current_score=now["score"], metric=now["metric"]),
                     config=charts.png_config(f"curves_{sel.task}_{sel.lang}"), key="curves")
-    wanted = {"importance": f"least important first ({'own' if rank_lang == sel.lang else rank_lang} ranking)",
+    wanted = {"importance": S.importance_curve_name(sel, rank_lang),
               "reverse": "most important first", "random": "random order", "layers": "whole layers"}.get(strategy)
     if wanted and wanted in configs and wanted not in {c["name"] for c in curves}:
         cached.offer_compute(study, [(f"curve: {wanted}", configs[wanted])], key="curve")
     if not curves:
         st.caption("No curve is cached for this language yet.")
+    else:
+        st.caption("Bands: 95% bootstrap intervals over the test sentences (random: of the mean over "
+                   f"{len(sel.plan.random_seeds)} draws). The y-axis spans the values, not 0-100, so a drop of a "
+                   "point or two looks steep: read the axis.")
 
 st.subheader("Report under this mask")
 st.dataframe(charts.report_table(now, base), hide_index=True)
@@ -132,36 +143,12 @@ if st.button("Measure size and latency", key="measure") or ss.get("measured") ==
     ss["measured"] = speed_key
     with st.spinner("Pruning a copy and timing both models ..."):
         sp = cached.measure(study, ft, mask, sel.task, sel.lang)
-    p1, p2, p3 = st.columns(3)
-    p1.metric("parameters", f"{sp['params_pruned'] / 1e6:.2f} M",
-              delta=f"{100 * (sp['params_pruned'] / sp['params_full'] - 1):.1f}% of {sp['params_full'] / 1e6:.2f} M",
-              delta_color="inverse")
-    lo, hi = sp["latency_pruned_iqr_ms"]
-    p2.metric(f"latency (median of {sp['repeats']})", f"{sp['latency_pruned_ms']:.1f} ms",
-              delta=f"full: {sp['latency_full_ms']:.1f} ms", delta_color="off",
-              help=f"Pruned model: quartiles {lo:.1f} to {hi:.1f} ms. Both models timed in alternation, "
-                   "round by round, after a warm-up.")
-    faster = sp["speedup_q25"] > 1
-    p3.metric("speed-up", f"{sp['speedup']:.2f}x",
-              delta=f"{sp['speedup_q25']:.2f} to {sp['speedup_q75']:.2f} (quartiles)",
-              delta_color="normal" if faster else ("inverse" if sp["speedup_q75"] < 1 else "off"),
-              help="Median of the per-round ratios full / pruned, with their quartiles. Green: faster in more "
-                   "than three rounds of four; red: slower.")
-    limit = sp["flop_limit"]
-    st.caption(f"One forward pass of a batch of shape {sp['batch_shape']} on {sp['device']}, measured now on this "
-               f"machine. FLOP limit for this mask at {sp['batch_shape'][1]} tokens: {limit:.2f}x (removing heads "
-               "removes their projections and attention scores only; embeddings and FFN stay, and embeddings hold "
-               "most of a multilingual model's parameters).")
-    if sp["speedup_q25"] > limit:
-        st.caption(f"Measured above the FLOP limit: the heads' reshapes, softmax and memory traffic take a larger "
-                   "share of the time than of the FLOPs at this size (see bench/RESULTS.md, 'Physical pruning').")
+    prune_view.speed_panel(sp)
 else:
     st.caption("Removes the pruned heads for real (a copy; the shared model is untouched) and times both models.")
 
 d1, d2 = st.columns(2)
-payload = {"mask": mask.astype(int).tolist(), "shape": list(shape), "convention": "1 = keep, 0 = pruned",
-           "strategy": strategy, "k": k, "label": label, "model": sel.model, "task": sel.task,
-           "finetune_key": ft.key(), "normalize": sel.normalize, "method": sel.method}
+payload = prune_view.mask_payload(mask, sel, strategy=strategy, label=label, finetune_key=ft.key())
 d1.download_button("Download mask (JSON)", json.dumps(payload, indent=1), file_name=safe_filename(f"mask_{sel.task}_{k}.json"),
                    mime="application/json", key="dl_mask")
 d2.download_button("Download pruned model (zip)", cached.pruned_zip(study, ft, mask, {"mask_label": label}),

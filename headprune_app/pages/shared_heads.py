@@ -14,6 +14,10 @@ from headprune_core.affinity import shared_heads
 st.title("Shared heads")
 st.markdown("Take each map's top **p%** heads. A head in many top sets is one that many tasks (or languages) "
             "rely on at once; the Jaccard overlap says how alike two top sets are.")
+st.caption("**What the paper found.** He & Choi 2021: forcing each task to keep as few heads as possible "
+           "(learned pruning), a few heads are kept by most tasks ('stem cells'). **What you see here.** Each "
+           "task's top p% heads by gradient importance, not learned pruning: a related but different quantity. "
+           "The Findings page compares the count with random top-p sets.")
 
 c1, c2 = st.columns([2, 3])
 group = c1.radio("Compare", ["tasks (GradTS plan)", "languages (sidebar choices)"], key="shared_group",

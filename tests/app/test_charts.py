@@ -91,9 +91,30 @@ def test_curves_chart_marks_the_current_k_and_draws_random_spread():
                "std": [0, 0, 0], "labels": ["bottom", "middle", "top"]}]
     fig = charts.curves_chart(curves, current_k=4, current_score=88.0, metric="accuracy")
     names = [t.name for t in fig.data]
-    assert names == ["least important first", "random order band", "random order", "whole layers",
+    assert names == ["least important first", "random order interval", "random order", "whole layers",
                      "current mask"]
     assert fig.layout.shapes[0].x0 == 4 and fig.data[-1].y == (88.0,)
+    # the three layer thirds share one k: their labels sit left, above and right, not on top of each other
+    assert list(fig.data[3].textposition) == ["middle left", "top center", "middle right"]
+    # with bootstrap intervals the band is the interval, and each strategy has its own colour
+    curves[0].update(low=[89, 87, 77], high=[91, 90, 82])
+    fig = charts.curves_chart(curves[:2])
+    band = fig.data[0]
+    assert band.name == "least important first interval" and list(band.y) == [91, 90, 82, 77, 87, 89]
+    assert fig.data[1].line.color != fig.data[3].line.color
+
+
+def test_language_colours_are_distinct_and_stable():
+    colours = [charts.lang_colour(lang) for lang in ("en", "de", "nl", "es", "fr", "it", "pt", "tr")]
+    assert len(set(colours)) == 8
+    fig = charts.layer_profile({"de": np.ones((2, 2)), "tr": np.ones((2, 2))})
+    assert [t.line.color for t in fig.data] == [charts.LANG_COLOURS["de"], charts.LANG_COLOURS["tr"]]
+
+
+def test_small_multiples_label_layers_and_heads():
+    fig = charts.small_multiples({"en": np.zeros((12, 12)), "de": np.ones((12, 12))}, zmin=0, zmax=1)
+    assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
+    assert list(fig.layout.xaxis.tickvals) == [0, 3, 6, 9] and fig.layout.xaxis.showticklabels is not False
 
 
 def test_report_table_compares_with_the_unpruned_model():
@@ -104,6 +125,11 @@ def test_report_table_compares_with_the_unpruned_model():
     spans = {"report": {"NAME": {"precision": 0.5, "recall": 1.0, "f1-score": 2 / 3, "support": 3}}}
     row = charts.report_table(spans, spans).iloc[0]
     assert row["f1-score"] == pytest.approx(66.67) and row["change"] == 0
+
+
+def test_attention_heatmap_shows_special_tokens():
+    fig = charts.attention_heatmap(["<s>", "▁a", "</s>"], np.eye(3))
+    assert list(fig.data[0].x) == ["0:&lt;s&gt;", "1:▁a", "2:&lt;/s&gt;"]  # not read as markup (strike-through)
 
 
 def test_attention_heatmap_labels_repeated_pieces_uniquely():
@@ -133,8 +159,11 @@ def test_the_selection_finds_exactly_what_run_plan_computed(fixture_cache, monke
     wanted = {j.cfg.key() for j in plan_jobs(study, sel.study_plan())}
     built = {S.finetune_config(study, sel).key()}
     for lang in plan.langs:
+        # cross-lingual: every language is pruned by the source's ranking (the prune page's first curve)
+        first = S.curve_candidates(study, sel, lang)[0]
+        assert first[0] == "least important first (source: en ranking)"
         built |= {S.score_config(study, sel, lang).key(), S.eval_config(study, sel, lang).key(),
-                  S.curve_config(study, sel, lang, "importance").key()}
+                  S.curve_config(study, sel, lang, "importance", ranking_lang="en").key(), first[1].key()}
     built |= {S.curve_config(study, sel, "en", s).key() for s in ("random", "reverse", "layers")}
     assert built == wanted
     assert all(study.store.has(j.cfg) for j in plan_jobs(study, sel.study_plan()))

@@ -33,7 +33,7 @@ def test_unprepared_cache_says_so_and_offers_to_prepare(tmp_path, monkeypatch, p
         assert "Prepare the embedded model and corpora" in buttons(at)
 
 
-@pytest.mark.parametrize("page", ["home", "importance", "prune", "inspector"])
+@pytest.mark.parametrize("page", ["home", "importance", "prune", "inspector", "findings"])
 def test_no_results_yet_lists_what_is_missing_and_offers_to_compute(no_runs_cache, monkeypatch, page):
     at = make_app(no_runs_cache["root"], monkeypatch)
     at.run()
@@ -42,6 +42,10 @@ def test_no_results_yet_lists_what_is_missing_and_offers_to_compute(no_runs_cach
         n = plan_size(no_runs_cache["plan"])
         assert [m.value for m in at.metric if m.label == "results cached"] == [f"0 of {n}"]
         assert f"Compute the {n} missing result(s)" in buttons(at)
+    elif page == "findings":
+        assert "are not computed yet" in texts(at)
+        assert [m.value for m in at.metric if m.label == "not computed yet"] == ["7"]
+        assert any(b.startswith("Compute the findings (") for b in buttons(at))
     else:
         assert "missing" in texts(at)
         assert any(b.startswith("Compute") for b in buttons(at))

@@ -114,7 +114,8 @@ def test_curves_show_every_cached_strategy(app):
     run_page(app, "prune")
     curves = json.loads(plotly_charts(app)[1].proto.spec)
     names = {t.get("name") for t in curves["data"]}
-    assert {"least important first (own ranking)", "most important first", "random order",
+    # en is the source: its own ranking is the source's, the cross-lingual default
+    assert {"least important first (source: en ranking)", "most important first", "random order",
             "current mask"} <= names
 
 
@@ -164,7 +165,13 @@ def test_measure_size_and_latency(app, fixture_cache):
     assert params.value == f"{(n - removed) / 1e6:.2f} M"
     assert params.delta == f"{100 * (-removed / n):.1f}% of {n / 1e6:.2f} M"
     latency = app.metric[[m.label for m in app.metric].index("latency (median of 7)")]
-    assert latency.value.endswith(" ms") and latency.delta.startswith("full: ")
+    assert latency.value.endswith(" ms") and " ms vs full " in latency.delta
+    change = float(latency.delta.split(" ms")[0])
+    assert change == pytest.approx(float(latency.value[:-3]) - float(latency.delta.split("full ")[1][:-3]), abs=0.11)
+    speed_q = app.metric[[m.label for m in app.metric].index("speed-up")].delta
+    lo, hi = (float(v) for v in speed_q.removesuffix(" (quartiles)").split(" to "))
+    # coloured only when the rounds agree: green faster, red slower, grey otherwise
+    assert latency.proto.color == (1 if lo > 1 else 0 if hi < 1 else 2)  # Metric colours: 0 red, 1 green, 2 grey
     speed = metric_value(app, "speed-up")
     q25, q75 = (float(v) for v in app.metric[[m.label for m in app.metric].index("speed-up")].delta
                 .removesuffix(" (quartiles)").split(" to "))
