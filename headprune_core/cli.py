@@ -462,6 +462,7 @@ def cmd_study(args) -> int:
     plan = _with_cli_sources(plan, args)
     _check_plan_langs(plan)
     study = plan.study(device=args.device)
+    _print_estimate(study, plan)
     bar = tqdm(desc=f"study {plan.name}", unit="job")
 
     def on_job(i, n, what, cached):
@@ -475,6 +476,19 @@ def cmd_study(args) -> int:
     print(f"{res['jobs']} jobs, {res['computed']} computed, {res['seconds']:.1f} s")
     _print_summary(study, plan)
     return 0
+
+
+def _print_estimate(study, plan) -> None:
+    """Before a study starts: how many results are missing and about how long they take here."""
+    from headprune_core.study import plan_jobs
+    from headprune_core.sweep import estimate_jobs
+    todo = [j.cfg for j in plan_jobs(study, plan) if not study.store.has(j.cfg)]
+    if not todo:
+        return
+    est = estimate_jobs(study.store, todo)
+    unknown = f"; never measured in this cache: {', '.join(est['unknown'])} jobs" if est["unknown"] else ""
+    print(f"study {plan.name}: {len(todo)} results to compute, about {est['seconds'] / 60:.0f} min from the job "
+          f"times measured in this cache{unknown}", file=sys.stderr)
 
 
 def _with_cli_sources(plan, args):
@@ -705,6 +719,12 @@ def cmd_refinetune(args) -> int:
     rc = RefinetuneConfig(finetune=ft, ranking=ranking, strategy=args.strategy, max_k=args.max_k,
                           levels=tuple(args.levels), seeds=tuple(args.train_seeds), random_seed=args.random_seed,
                           max_sentences=args.sentences, eval_langs=args.eval_langs or ())
+    if not study.store.has(rc):
+        from headprune_core.sweep import estimate_jobs
+        est = estimate_jobs(study.store, [rc])
+        print(f"{len(rc.points()) * len(rc.train_seeds())} fine-tunings (levels x seeds); about "
+              f"{est['seconds'] / 60:.0f} min from the job times measured in this cache"
+              + (f" (never measured: {', '.join(est['unknown'])})" if est["unknown"] else ""), file=sys.stderr)
     print(format_refinetune(study.refinetune(rc)))
     return 0
 

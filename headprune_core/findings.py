@@ -116,30 +116,9 @@ class Findings:
         return [j for j in self.jobs if not self.study.store.has(j.cfg)]
 
     def estimate(self, *, cpus: int | None = None) -> dict:
-        """Estimated seconds to compute what is missing, one job after another with ``cpus`` threads each (this
-        machine's by default), from the job times measured in this cache (see
-        :func:`headprune_core.sweep.estimate`): ``{"seconds", "jobs", "unknown": kinds never measured}``."""
-        import os
-
-        from headprune_core.config import nested_configs
-        from headprune_core.sweep import estimate, later_seconds, measured_rates
-        rates = measured_rates(self.study.store)
-        cpus = cpus or max(1, os.cpu_count() or 1)
-        seen, total, unknown, count = set(), 0.0, set(), 0
-        for job in self.missing():
-            for cfg in [*nested_configs(job.cfg), job.cfg]:
-                if cfg.key() in seen or self.study.store.has(cfg):
-                    continue
-                seen.add(cfg.key())
-                count += 1
-                secs, _ = estimate(cfg, rates, cpus=cpus)
-                if cfg.kind == "refinetune":
-                    secs = later_seconds(cfg, rates, {"finetune": cpus, "eval": cpus})
-                if secs is None:
-                    unknown.add(cfg.kind)
-                else:
-                    total += secs
-        return {"seconds": total, "jobs": count, "unknown": sorted(unknown)}
+        """Estimated seconds to compute what is missing (see :func:`headprune_core.sweep.estimate_jobs`)."""
+        from headprune_core.sweep import estimate_jobs
+        return estimate_jobs(self.study.store, [j.cfg for j in self.missing()], cpus=cpus)
 
     def _get(self, cfg):
         return self.study.store.get(cfg)

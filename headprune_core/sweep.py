@@ -440,6 +440,29 @@ def _later_jobs(rc) -> tuple[int, int]:
     return parts - 1, parts * (1 + len(rc.eval_langs or (0,)))
 
 
+def estimate_jobs(store: Store, cfgs: list[RunConfig], *, cpus: int | None = None) -> dict:
+    """Estimated seconds to compute ``cfgs`` and what they read that is not cached, one job after another with
+    ``cpus`` threads each (this machine's by default), from the job times measured in ``store``; a
+    re-fine-tuning counts every run at its unpruned fine-tune's time (an upper estimate). Returns
+    ``{"seconds", "jobs", "unknown": kinds never measured}``."""
+    rates = measured_rates(store)
+    cpus = cpus or max(1, os.cpu_count() or 1)
+    seen, total, unknown, count = set(), 0.0, set(), 0
+    for job_cfg in cfgs:
+        for cfg in [*nested_configs(job_cfg), job_cfg]:
+            if cfg.key() in seen or store.has(cfg):
+                continue
+            seen.add(cfg.key())
+            count += 1
+            secs = later_seconds(cfg, rates, {"finetune": cpus, "eval": cpus}) if cfg.kind == "refinetune" \
+                else estimate(cfg, rates, cpus=cpus)[0]
+            if secs is None:
+                unknown.add(cfg.kind)
+            else:
+                total += secs
+    return {"seconds": total, "jobs": count, "unknown": sorted(unknown)}
+
+
 def job_resources(spec: SweepSpec, gpus: float = 0.0) -> dict[str, dict[str, float]]:
     """Ray resources per job kind: the defaults, then the spec's ``resources``."""
     resources = default_resources(gpus)

@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-dev-shm-usage", "--disable-extensions", "--no-first-run", "--mute-audio"]
-PAGES = {"home": "", "importance": "importance", "prune": "prune", "inspector": "inspector",
+PAGES = {"home": "", "importance": "importance", "prune": "prune", "retrain": "retrain", "inspector": "inspector",
+         "findings": "findings",
          "task_affinity": "task_affinity", "shared_heads": "shared_heads", "runs": "runs", "add_data": "add_data"}
 
 

@@ -67,3 +67,22 @@ def test_clear_errors(tiny_cache, capsys, monkeypatch, tmp_path):
     assert code == 2 and "0 cache entries match 'zzzz'" in err
     code, _, err = _run(capsys, "prune", "--model", model, "--out", tmp_path / "x", "--max-train", "50")
     assert code == 2 and "--k N" in err
+
+
+def test_refinetune_prints_estimate_then_tables_with_intervals(tiny_cache, capsys, monkeypatch):
+    root, model = tiny_cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    common = ["--model", model, "--task", "pos", "--train-langs", "en", "--max-train", "60", "--epochs", "1",
+              "--lr", "1e-3", "--sentences", "30"]
+    code, out, err = _run(capsys, "refinetune", *common, "--strategy", "layers", "--train-seeds", "1,2",
+                          "--eval-langs", "en,de")
+    assert code == 0 and "8 fine-tunings (levels x seeds)" in err  # 4 levels x 2 seeds
+    lines = out.splitlines()
+    assert lines[0].startswith("pruned by layers, re-fine-tuned (cross), seeds [1, 2]")
+    assert sum("heads):" in line and "(95% CI " in line for line in lines) == 4
+    assert sum(line.strip().startswith("test ") and "distinguishable from 0" in line for line in lines) == 2
+    code, again, err = _run(capsys, "refinetune", *common, "--strategy", "layers", "--train-seeds", "1,2",
+                            "--eval-langs", "en,de")
+    assert code == 0 and again == out and "fine-tunings" not in err  # cached: no estimate, same tables
+    code, _, err = _run(capsys, "refinetune", *common, "--levels", "99")
+    assert code != 0 and "cannot prune 99 heads: the model has 12" in err
