@@ -109,6 +109,7 @@ class Findings:
         self.task = task
         self.jobs: list[Job] = plan_jobs(study, self.plan)
         self.source = self.plan.source_langs[0]
+        self._parts: dict[str, list] = {}  # re-fine-tuning parts by key (building them hashes the data read)
 
     # --- reading the cache ----------------------------------------------------------------------------------
     def missing(self) -> list[Job]:
@@ -148,7 +149,10 @@ class Findings:
         return None, None
 
     def _part_units(self, rc, label: str, seed: int, lang: str) -> dict | None:
-        for part in self.study.refinetune_parts(rc):
+        key = rc.key()
+        if key not in self._parts:
+            self._parts[key] = self.study.refinetune_parts(rc)
+        for part in self._parts[key]:
             if part.label == label and part.seed == seed:
                 found = self._get(part.tests[lang])
                 return found["result"]["units"] if found else None
