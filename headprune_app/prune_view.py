@@ -9,7 +9,8 @@ import streamlit as st
 from headprune_app import selection as S
 from headprune_core.config import STRATEGIES
 
-__all__ = ["STRATEGIES", "ranking_choices", "rank_label", "mask_label", "mask_payload", "speed_panel"]
+__all__ = ["STRATEGIES", "ranking_choices", "rank_label", "mask_label", "mask_payload", "change", "interval_text",
+           "speed_panel"]
 
 
 def ranking_choices(sel: S.Selection) -> tuple[list[str], int]:
@@ -43,6 +44,17 @@ def mask_payload(mask: np.ndarray, sel: S.Selection, *, strategy: str, label: st
     return {"mask": mask.astype(int).tolist(), "shape": list(mask.shape), "convention": "1 = keep, 0 = pruned",
             "strategy": strategy, "k": int((mask == 0).sum()), "label": label, "model": sel.model,
             "task": sel.task, "finetune_key": finetune_key, "normalize": sel.normalize, "method": sel.method}
+
+
+def change(base: dict, now: dict) -> dict:
+    """The masked evaluation against the unpruned one on the same sentences: paired bootstrap difference."""
+    from headprune_core.uncertainty import paired_bootstrap
+    return paired_bootstrap(base["units"], now["units"])
+
+
+def interval_text(ev: dict) -> str:
+    low, high = ev["ci"]
+    return f"95% CI {low:.2f}-{high:.2f}"
 
 
 def speed_panel(sp: dict) -> None:

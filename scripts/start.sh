@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command from a fresh machine to the dashboard: install, prepare the embedded default (model + corpora),
-# compute the demo study (10 to 18 minutes the first time on 2 shared CPU cores, seconds when cached), start the app.
+# compute the demo study (about 13 minutes the first time on 2 shared CPU cores, seconds when cached), start the app.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh

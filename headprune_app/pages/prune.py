@@ -9,6 +9,7 @@ from headprune_app import cached, charts, prune_view
 from headprune_app import selection as S
 from headprune_core.evaluate import LAYER_PARTS
 from headprune_core.files import safe_filename
+from headprune_core.uncertainty import describe_diff
 
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
@@ -97,12 +98,18 @@ ss["current_mask"] = {"mask": mask.tolist(), "label": label, "ft": ft.key(), "ta
 base = cached.evaluation(study, base_cfg)
 now = cached.evaluation(study, S.eval_config(study, sel, sel.lang, mask))
 m1, m2, m3 = st.columns(3)
+change = prune_view.change(base, now)
 m1.metric(f"{now['metric']}, {k} of {total} heads pruned", f"{now['score']:.2f}",
-          delta=f"{now['score'] - base['score']:+.2f} vs unpruned")
-m2.metric(f"{base['metric']}, unpruned", f"{base['score']:.2f}")
+          delta=f"{change['diff']:+.2f} vs unpruned [{change['low']:+.2f}, {change['high']:+.2f}]",
+          delta_color="normal" if change["distinguishable"] else "off",
+          help="The change with its 95% paired-bootstrap interval over the test sentences; grey when the "
+               "interval includes 0 (not distinguishable from no change).")
+m2.metric(f"{base['metric']}, unpruned", f"{base['score']:.2f}", delta=prune_view.interval_text(base),
+          delta_color="off", help="95% bootstrap interval over the test sentences.")
 m3.metric("evaluated on", f"{now['n']} {'tokens' if now['metric'] == 'accuracy' else 'gold tokens'}",
           help=f"test split of {sel.lang}, first {sel.plan.eval_sentences} sentences")
-st.caption(f"Mask: {label}.")
+st.caption(f"Mask: {label}. This mask: {prune_view.interval_text(now)}; change vs unpruned "
+           f"{describe_diff(change)}.")
 
 left, right = st.columns(2)
 with left:

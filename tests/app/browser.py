@@ -127,7 +127,7 @@ def open_page(page, url: str, name: str, *, timeout: float = 180_000) -> float:
 
 NAV_TITLES = {"home": "Overview", "importance": "Head importance", "prune": "Prune & evaluate",
               "inspector": "Head inspector", "task_affinity": "Task affinity", "shared_heads": "Shared heads",
-              "runs": "Runs", "add_data": "Add data"}
+              "runs": "Runs", "add_data": "Add data", "retrain": "Prune & retrain", "findings": "Findings"}
 H1 = {"home": "headprune", "task_affinity": "Task affinity"}  # titles that differ from the nav label
 
 
