@@ -163,3 +163,28 @@ def offer_selection(gts: GradTS, primary: str, aux: list[str], *, key: str) -> N
             gts.evaluate(primary, aux, split="test")
         if _run(gts, "Multi-task run", work, total=3):
             st.rerun()
+
+
+def intervals(gts: GradTS, result: dict):
+    """Per primary and row: the test metric with its 95% bootstrap interval over sentences (random sets: their
+    mean) and the paired-bootstrap difference from the primary trained alone; rows whose evaluations are not
+    readable are left out."""
+    import pandas as pd
+
+    from headprune_core.findings import ci_text, diff_text
+    from headprune_core.gradts import ROW_LABELS
+    from headprune_core.uncertainty import bootstrap_ci, paired_bootstrap
+    out = []
+    for v in result["validation"]:
+        units: dict[str, list] = {}
+        for row in v["rows"]:
+            found = cached.read(gts.study, gts.eval_config(v["primary"], row["aux"], split="test"))
+            if found is None or "units" not in found["result"]:
+                continue
+            units.setdefault(row["row"], []).append(found["result"]["units"])
+        alone = units.get("single")
+        for kind, runs in units.items():
+            out.append({"primary": v["primary"], "training": ROW_LABELS[kind], "test [95% CI]": ci_text(bootstrap_ci(runs)),
+                        "vs alone [95% CI]": "" if kind == "single" or not alone else
+                        diff_text(paired_bootstrap(alone, runs))})
+    return pd.DataFrame(out)

@@ -113,6 +113,11 @@ st.caption("Test metric of each primary task trained alone, with the GradTS-thre
            + (f" {plan.note}" if plan.note else ""))
 frame = AC.validation_frame(table)
 st.dataframe(frame, hide_index=True)
+ci_frame = V.intervals(gts, result)
+if len(ci_frame):
+    st.dataframe(ci_frame, hide_index=True)
+    st.caption("Test metric with its 95% bootstrap interval over the test sentences (random sets: their mean), "
+               "and the paired-bootstrap difference from the primary trained alone; * = distinguishable from 0.")
 st.download_button("Download the validation table (CSV)", frame.to_csv(index=False).encode(),
                    file_name=safe_filename(f"gradts_{plan.name}_{method}.csv"), mime="text/csv", key="gradts_csv")
 with st.expander("GradTS-trial: every trial's dev score"):

@@ -104,6 +104,10 @@ def test_task_affinity_shows_heatmap_selection_and_validation(gradts_cache, monk
     assert set(table["primary"]) == {"name/es", "pos/de"}
     bars = specs(at)[2]  # below the two columns
     assert any(t.get("error_y", {}).get("visible") for t in bars["data"])  # spread over random seeds
+    cis = at.dataframe[1].value  # every test metric with its interval, differences paired against alone
+    assert list(cis.columns) == ["primary", "training", "test [95% CI]", "vs alone [95% CI]"]
+    assert len(cis) == 2 * 5 and all("[" in v for v in cis["test [95% CI]"])
+    assert all(v == "" for v in cis[cis["training"] == "primary alone"]["vs alone [95% CI]"])
 
 
 def test_threshold_slider_highlights_the_selection(gradts_cache, monkeypatch):
