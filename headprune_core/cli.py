@@ -111,10 +111,11 @@ def _run_args(p: argparse.ArgumentParser, *, lang: bool = True) -> None:
     _data_args(p)
     p.add_argument("--setting", default="cross", type=_one_of(SETTINGS, "setting"))
     p.add_argument("--epochs", type=_positive, default=2.0)
-    p.add_argument("--max-train", type=_count, default=2000,
-                   help="training sentences per language (at most what the corpus holds)")
+    p.add_argument("--max-train", type=_count, default=300,
+                   help="training sentences per language (at most what the corpus holds; the demo's 300 by default)")
     p.add_argument("--max-length", type=_count, default=128, help="tokens per sentence (longer ones are cut)")
-    p.add_argument("--lr", type=_positive, default=5e-5)
+    p.add_argument("--lr", type=_positive, default=2e-4, help="encoder learning rate (the demo's)")
+    p.add_argument("--head-lr", type=_positive, default=5e-3, help="classifier learning rate (the demo's)")
     p.add_argument("--batch-size", type=_count, default=8, help="8: small corpora need the updates")
     p.add_argument("--seed", type=int, default=13)
 
@@ -441,7 +442,7 @@ def _study(args):
 def _ft(study, args):
     return study.finetune_config(args.task, args.train_langs, setting=args.setting, epochs=args.epochs,
                                  max_train_sentences=args.max_train, max_length=args.max_length, lr=args.lr,
-                                 batch_size=args.batch_size, seed=args.seed)
+                                 head_lr=args.head_lr, batch_size=args.batch_size, seed=args.seed)
 
 
 def cmd_study(args) -> int:

@@ -73,7 +73,7 @@ def test_preset_spec_is_the_preset(tmp_path):
     plans = grid.plans()
     assert [(p.model, p.train["seed"]) for p in plans] == [("me5-small", 1), ("me5-small", 2),
                                                             ("minilm-l6-en", 1), ("minilm-l6-en", 2)]
-    assert all(p.langs == ("en", "de") and p.train["max_train_sentences"] == 1000 for p in plans)
+    assert all(p.langs == ("en", "de") and p.train["max_train_sentences"] == 300 for p in plans)
     assert grid.label(3) == "minilm-l6-en, seed 2"
 
 
