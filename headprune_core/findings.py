@@ -355,19 +355,15 @@ class Findings:
         if res is None:
             return job, None, {}
         out = {}
-        seed = res["seeds"][0]
         for lang in self._langs(res):
             t = res["test"][lang]
             base = t["unpruned"]["score"]
             rel = {th: 100 * t["changes"][th]["diff"] / base if base else 0.0 for th in ("bottom", "middle", "top")}
             order = sorted(rel, key=rel.get)  # most negative first
             worst, second = order[0], order[1]
-            units = {th: self._part_units(job.cfg, th, seed, lang) for th in (worst, second)}
-            gap = paired_bootstrap(units[second], units[worst]) if all(u is not None for u in units.values()) \
-                and len(res["seeds"]) == 1 else None
-            if len(res["seeds"]) > 1:
-                runs = {th: [self._part_units(job.cfg, th, s, lang) for s in res["seeds"]] for th in (worst, second)}
-                gap = paired_bootstrap(runs[second], runs[worst])
+            runs = {th: [self._part_units(job.cfg, th, s, lang) for s in res["seeds"]] for th in (worst, second)}
+            readable = all(u is not None for us in runs.values() for u in us)
+            gap = paired_bootstrap(runs[second], runs[worst]) if readable else None
             out[lang] = {"rel": rel, "changes": t["changes"], "base": base, "worst": worst, "second": second,
                          "gap": gap}
         return job, res, out
