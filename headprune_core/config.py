@@ -181,11 +181,20 @@ class FinetuneConfig(RunConfig):
     pruned: tuple[tuple[int, int], ...] = ()  # (layer, head) removed before fine-tuning (re-fine-tuning)
     # the model is a fine-tuned checkpoint whose classifier is used as is (nothing is trained)
     from_checkpoint: bool = dataclasses.field(default=False, metadata=OMIT_DEFAULT)
+    # learned head pruning after this fine-tune (its ``base``): sorted (option, value) pairs of L0_OPTIONS
+    l0: tuple[tuple[str, Any], ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)
+    # train only these rows (indices into the unit's train split) of some units (GradTS-fg): (unit, rows) pairs
+    keep: tuple[tuple[str, tuple[int, ...]], ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)
     model_fp: str = ""
     data_fp: str = ""
 
     def __post_init__(self):
         _require(bool(self.tasks), "a fine-tuning run needs at least one task")
+        if self.l0:
+            l0_options(self.l0)
+        _require(all(len(p) == 2 and p[0] in self.tasks and all(isinstance(i, int) and i >= 0 for i in p[1])
+                     for p in self.keep),
+                 f"keep must be (unit, row indices) pairs of this run's units, got {str(self.keep)[:200]}")
         _require(bool(self.train_langs), "a fine-tuning run needs at least one training language")
         _choice(self.setting, SETTINGS, "setting")
         _require(_positive(self.epochs) and _positive(self.lr) and _positive(self.head_lr),
@@ -199,8 +208,52 @@ class FinetuneConfig(RunConfig):
         _require(all(len(p) == 2 and all(isinstance(v, int) and v >= 0 for v in p) for p in self.pruned),
                  f"pruned heads must be (layer, head) pairs of non-negative integers, got {self.pruned!r}")
 
+    def base(self) -> "FinetuneConfig | None":
+        """The fine-tune a learned-pruning run starts from (None for an ordinary fine-tune)."""
+        return dataclasses.replace(self, l0=()) if self.l0 else None
 
-FIXED_BY_RUN = ("model", "tasks", "train_langs", "setting", "model_fp", "data_fp", "pruned", "from_checkpoint")
+    def kept_rows(self, unit: str) -> tuple[int, ...] | None:
+        """The train-split rows ``unit`` trains on when ``keep`` names it (else None: the usual subset)."""
+        return dict(self.keep).get(unit)
+
+
+L0_OPTIONS: dict[str, Any] = {"target": None, "penalty": None, "epochs": 1.0, "gate_lr": 0.5, "init": 3.0}
+"""Options of a learned-pruning phase (``FinetuneConfig.l0``, see :mod:`headprune_core.learned`): ``target``
+share of heads to remove (0-1) or ``penalty`` weight on the expected kept share (exactly one), ``epochs`` of
+training with the gates, the gates' learning rate, the initial ``log_alpha`` (3: every gate starts open)."""
+
+
+def l0_options(pairs) -> dict[str, Any]:
+    """The full options of a learned-pruning phase from its (name, value) pairs or dict, checked."""
+    given = dict(pairs)
+    unknown = sorted(set(given) - set(L0_OPTIONS))
+    _require(not unknown, f"unknown learned-pruning options {unknown}; known: {sorted(L0_OPTIONS)}")
+    opts = {**L0_OPTIONS, **given}
+    _require((opts["target"] is None) != (opts["penalty"] is None),
+             "learned pruning needs exactly one of 'target' (share of heads to remove, e.g. 0.5) and 'penalty' "
+             f"(weight of the L0 term); got target={opts['target']!r}, penalty={opts['penalty']!r}")
+    _require(opts["target"] is None or (_number(opts["target"]) and 0 <= opts["target"] < 1),
+             f"the target share of heads to remove must be in [0, 1), got {opts['target']!r}")
+    _require(opts["penalty"] is None or (_number(opts["penalty"]) and opts["penalty"] >= 0),
+             f"the L0 penalty weight must be 0 or more, got {opts['penalty']!r}")
+    for name in ("epochs", "gate_lr"):
+        _require(_positive(opts[name]), f"learned-pruning {name} must be a positive number, got {opts[name]!r}")
+    _require(_number(opts["init"]), f"learned-pruning init must be a number, got {opts['init']!r}")
+    return opts
+
+
+def l0_pairs(options: dict) -> tuple[tuple[str, Any], ...]:
+    """Canonical ``FinetuneConfig.l0`` of some options: checked, defaults left out, sorted."""
+    full = l0_options(options)
+    return tuple(sorted((k, v) for k, v in full.items() if v != L0_OPTIONS[k]))
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+FIXED_BY_RUN = ("model", "tasks", "train_langs", "setting", "model_fp", "data_fp", "pruned", "from_checkpoint",
+                "l0", "keep")
 """FinetuneConfig fields a plan's ``train`` options may not set: the plan or the study decides them."""
 
 
@@ -399,6 +452,9 @@ def nested_configs(cfg: RunConfig) -> list[RunConfig]:
     """The run configurations ``cfg`` is computed from (its fine-tune, its ranking's scores), innermost first:
     the results a job reads before it can run."""
     out: list[RunConfig] = []
+    base = cfg.base() if isinstance(cfg, FinetuneConfig) else None
+    if base is not None:  # a learned-pruning run starts from its fine-tune
+        out += [c for c in nested_configs(base) + [base] if c not in out]
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
         if isinstance(value, RunConfig):

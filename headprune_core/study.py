@@ -22,7 +22,7 @@ import torch
 from headprune_core.classifier import HeadedEncoder, TaskHead
 from headprune_core.config import (METHODS, SETTINGS, STRATEGIES, CurveConfig, EvalConfig, FinetuneConfig,
                                    FIXED_BY_RUN, RefinetuneConfig, RunConfig, ScoreConfig, canonical_json,
-                                   check_train_options, nested_configs)
+                                   check_train_options, l0_options, nested_configs)
 from headprune_core.evaluate import curve, default_steps, evaluate, strategy_mask
 from headprune_core.files import check_name, read_json
 from headprune_core.heads import head_shape, prune_heads
@@ -150,19 +150,23 @@ class Study:
             raise ValueError(f"{task}/{lang} has no split {split!r}; it has: {', '.join(d.dataset)}")
         return d.dataset[split]
 
-    def read_fp(self, task: str, lang: str, split: str, limit: int | None, *, seed: int = 0) -> str:
-        """Fingerprint of exactly the examples a run reads: the content of ``subset(split, limit, seed)``, in
-        order, with the label names and the task kind. A changed sentence or label gives a new key."""
+    def read_fp(self, task: str, lang: str, split: str, limit: int | None, *, seed: int = 0,
+                rows: tuple[int, ...] | None = None) -> str:
+        """Fingerprint of exactly the examples a run reads: the content of ``subset(split, limit, seed)`` (or of
+        the given ``rows``), in order, with the label names and the task kind. A changed sentence or label gives
+        a new key."""
         key = (task, lang, split)
         if key not in self._rows:
             self._rows[key] = [hashlib.sha256(canonical_json(row).encode()).digest()
                                for row in self._split(task, lang, split).to_list()]
-        rows = self._rows[key]
+        stored = self._rows[key]
         d = self.data(task, lang)
         h = hashlib.sha256(canonical_json({"task": task, "lang": lang, "kind": d.kind,
                                            "labels": list(d.labels)}).encode())
-        for i in subset_indices(len(rows), limit, seed=seed):
-            h.update(rows[i])
+        if rows is not None and rows and max(rows) >= len(stored):
+            raise ValueError(f"{task}/{lang} {split} has {len(stored)} rows; row {max(rows)} was asked for")
+        for i in (subset_indices(len(stored), limit, seed=seed) if rows is None else rows):
+            h.update(stored[i])
         return h.hexdigest()[:16]
 
     def tokenized(self, task: str, lang: str, split: str, max_length: int):
@@ -199,7 +203,8 @@ class Study:
         units = train_units(ft)
         largest = max(self.split_size(task, lang, "train") for task, lang in units)
         cap = largest if ft.max_train_sentences is None else min(ft.max_train_sentences, largest)
-        fps = "|".join(self.read_fp(task, lang, "train", cap, seed=ft.seed) for task, lang in units)
+        fps = "|".join(self.read_fp(task, lang, "train", cap, seed=ft.seed, rows=ft.kept_rows(unit))
+                       for unit, (task, lang) in zip(train_unit_names(ft), units))
         return ft.replace(max_train_sentences=cap, model_fp=self.model_fp,
                           data_fp=hashlib.sha256(fps.encode()).hexdigest()[:16])
 
@@ -277,6 +282,8 @@ class Study:
         """The fine-tuned model of ``ft`` (trained and cached on first use, then loaded)."""
         key = ft.key()
         if key not in self._models:
+            if ft.l0 and not self.store.has(ft):
+                self.finetuned(ft.base())  # first, so each entry's seconds are its own work
             result = self.store.get_or_compute(ft, lambda: self._train(ft))
             model = self._build(ft)
             if ft.from_checkpoint:
@@ -326,16 +333,40 @@ class Study:
         stats = {}
         for unit, (task, lang) in zip(train_unit_names(ft), train_units(ft)):
             ds, st = self.tokenized(task, lang, "train", ft.max_length)
-            parts[unit].append(subset(ds, ft.max_train_sentences, seed=ft.seed))
+            rows = ft.kept_rows(unit)
+            parts[unit].append(subset(ds, ft.max_train_sentences, seed=ft.seed) if rows is None
+                               else ds.select(list(rows)))
             stats[f"{task}/{lang}"] = {**st, "train_sentences": len(parts[unit][-1])}
-        train = {unit: concatenate_datasets(p) if len(p) > 1 else p[0] for unit, p in parts.items()}
-        self._report(f"fine-tuning {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)}", 0, None)
-        train_log = finetune(model, train, pad_id=self.loaded.tokenizer.pad_token_id or 0, epochs=ft.epochs,
+        train = {unit: concatenate_datasets(p) if len(p) > 1 else p[0] for unit, p in parts.items() if len(p[0])}
+        if not train:
+            raise ValueError(f"nothing to train {'+'.join(ft.tasks)} on: every unit has 0 training rows")
+        gates, epochs, what = None, ft.epochs, "fine-tuning"
+        if ft.l0:  # learned head pruning: continue from the base fine-tune with hard-concrete gates
+            from headprune_core.learned import GateTrainer, fold_gates
+            opts = l0_options(ft.l0)
+            model.load_state_dict(self.finetuned(ft.base()).state_dict())
+            gates = GateTrainer(head_shape(model), target=opts["target"], penalty=opts["penalty"],
+                                gate_lr=opts["gate_lr"], init=opts["init"], seed=ft.seed, device=_device_of(model))
+            epochs, what = opts["epochs"], "learning which heads to prune"
+        self._report(f"{what} {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)}", 0, None)
+        train_log = finetune(model, train, pad_id=self.loaded.tokenizer.pad_token_id or 0, epochs=epochs,
                              lr=ft.lr, head_lr=ft.head_lr, batch_size=ft.batch_size, sampling=ft.sampling, seed=ft.seed,
                              freeze_embeddings=ft.freeze_embeddings, progress=self.progress,
-                             on_step=lambda d, n: self._report("fine-tuning", d, n))
-        return {"weights": trained_weights(model, freeze_embeddings=ft.freeze_embeddings),
-                "log": {**train_log.to_dict(), "data": stats, "device": str(_device_of(model))}}
+                             on_step=lambda d, n: self._report(what, d, n), gates=gates)
+        log = {**train_log.to_dict(), "data": stats, "device": str(_device_of(model))}
+        if gates is not None:
+            learned = gates.result()
+            fold_gates(model, torch.tensor(learned["gates"]))
+            log["learned"] = learned
+        return {"weights": trained_weights(model, freeze_embeddings=ft.freeze_embeddings), "log": log}
+
+    def learned(self, ft: FinetuneConfig):
+        """The heads a learned-pruning fine-tune (``ft.l0``) kept: a :class:`~headprune_core.learned.LearnedHeads`."""
+        from headprune_core.learned import LearnedHeads
+        if not ft.l0:
+            raise ValueError("this fine-tune has no learned pruning (FinetuneConfig.l0 is empty)")
+        self.finetuned(ft)
+        return LearnedHeads.from_log(self.store.get(ft)["log"]["learned"])
 
     def _inputs_first(self, cfg: RunConfig) -> None:
         """Compute what ``cfg`` reads (its fine-tune, its ranking's scores) before ``cfg`` itself when ``cfg`` is
@@ -406,7 +437,8 @@ class Study:
         if seed == ft.seed or ft.from_checkpoint:
             return ft
         opts = {f.name: getattr(ft, f.name) for f in fields(ft) if f.name not in FIXED_BY_RUN}
-        return replace(self.finetune_config(ft.tasks, ft.train_langs, setting=ft.setting, **{**opts, "seed": seed}),
+        return replace(self.finetune_config(ft.tasks, ft.train_langs, setting=ft.setting,
+                                            **{**opts, "seed": seed, "keep": ft.keep, "l0": ft.l0}),
                        pruned=ft.pruned)
 
     def refinetune_parts(self, rc: RefinetuneConfig) -> list[RefinetunePart]:

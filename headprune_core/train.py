@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from headprune_core.classifier import HeadedEncoder
 from headprune_core.device import autocast
+from headprune_core.heads import head_gates
 from headprune_core.store import Weights
 
 WORD_EMBEDDINGS = ("embeddings.word_embeddings.weight",)
@@ -96,12 +97,14 @@ class TrainLog:
 def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epochs: float = 2.0,
              lr: float = 5e-5, head_lr: float | None = 1e-3, batch_size: int = 16, sampling: str = "proportional", seed: int = 13,
              freeze_embeddings: bool = True, progress: bool = True,
-             on_step: Callable[[int, int], None] | None = None) -> TrainLog:
+             on_step: Callable[[int, int], None] | None = None, gates=None) -> TrainLog:
     """Fine-tune ``model`` in place on ``train`` (task name -> tokenised rows); AdamW, linear decay.
 
     A fractional ``epochs`` trains on that share of the last epoch's schedule. Freezing the word embeddings
     (most of a multilingual model's parameters) barely changes accuracy and halves time and memory. The
     freshly initialised classifiers learn at ``head_lr`` (None: ``lr``), so small data sets converge.
+    ``gates`` (a :class:`headprune_core.learned.GateTrainer`) trains hard-concrete head gates with their
+    sparsity term alongside (learned head pruning).
     """
     device = next(model.parameters()).device
     torch.manual_seed(seed)
@@ -128,13 +131,21 @@ def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epo
     bar = tqdm(plan, desc="fine-tuning", disable=not progress, leave=False)
     for step, (task, index) in enumerate(bar, 1):
         batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in per_task[task][index].items()}
-        with autocast(device):
-            loss, _ = model.loss(batch)
-        loss.backward()
+        if gates is None:
+            with autocast(device):
+                loss, _ = model.loss(batch)
+            total = loss
+        else:
+            with head_gates(model, gates.sample()), autocast(device):
+                loss, _ = model.loss(batch)
+            total = loss + gates.penalty((step - 1) / len(plan))
+        total.backward()
         nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
+        if gates is not None:
+            gates.step()
         log.losses[task].append(loss.item())
         if step % 10 == 0:
             bar.set_postfix(loss=f"{log.mean_loss(task):.3f}")

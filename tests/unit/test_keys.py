@@ -47,7 +47,8 @@ FT_FIELDS = [("tasks", {"tasks": "name"}), ("train_langs", {"train_langs": ("de"
              ("lr", {"lr": 5e-4}), ("head_lr", {"head_lr": 5e-3}), ("batch_size", {"batch_size": 4}),
              ("max_length", {"max_length": 8}), ("max_train_sentences", {"max_train_sentences": 30}),
              ("freeze_embeddings", {"freeze_embeddings": False}), ("sampling", {"sampling": "round_robin"}),
-             ("seed", {"seed": 14}), ("pruned", {"pruned": ((0, 1), (2, 3))})]
+             ("seed", {"seed": 14}), ("pruned", {"pruned": ((0, 1), (2, 3))}),
+             ("l0", {"l0": (("target", 0.5),)}), ("keep", {"keep": (("pos", tuple(range(0, 80, 2))),)})]
 
 
 def _ft(study: Study, **change):
@@ -55,6 +56,16 @@ def _ft(study: Study, **change):
     langs = change.pop("train_langs", ("en",))
     pruned = change.pop("pruned", ())
     return study.finetune_config(tasks, langs, **{**BASE, **change}).replace(pruned=pruned)
+
+
+def test_kept_rows_key_the_rows_they_read(study):
+    """GradTS-fg trains on chosen rows: their content is in the data fingerprint, and rows beyond the split fail."""
+    some = _ft(study, keep=(("pos", (0, 2, 4)),))
+    assert some.data_fp != _ft(study, keep=(("pos", (0, 2, 5)),)).data_fp
+    with pytest.raises(ValueError, match="row 100000 was asked for"):
+        _ft(study, keep=(("pos", (1, 100000)),))
+    with pytest.raises(ValueError, match="keep must be"):
+        _ft(study, keep=(("name", (1,)),))
 
 
 def test_the_table_covers_every_keyed_finetune_field():
