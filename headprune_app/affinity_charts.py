@@ -15,7 +15,8 @@ from plotly.subplots import make_subplots
 from headprune_core.affinity import cluster_order
 
 SELECTED, OTHER, PRIMARY = "#e45756", "#9ecae9", "#222222"
-ROW_COLOURS = {"single": "#9d9d9d", "thres": "#4c78a8", "trial": "#f58518", "all": "#54a24b", "random": "#b279a2"}
+ROW_COLOURS = {"single": "#9d9d9d", "thres": "#4c78a8", "trial": "#f58518", "fg": "#e45756", "bandit": "#72b7b2",
+               "all": "#54a24b", "random": "#b279a2"}
 
 
 def _label(name: str, *, primary: str | None, selected: Sequence[str]) -> str:
@@ -73,55 +74,72 @@ def ranking_chart(ranking: Sequence[tuple[str, float]], *, threshold: float, sel
     return fig
 
 
+def _aux_text(line: dict) -> str:
+    aux = line["aux"]
+    if aux and isinstance(aux[0], list):
+        return "; ".join(", ".join(a) or "-" for a in aux)
+    return ", ".join(aux) or "(alone)"
+
+
 def validation_chart(table: Sequence[dict]) -> go.Figure:
-    """Test metric of each primary per setting (bars); random sets: mean with min-max whiskers and the
-    individual seeds as points. ``table`` is :func:`headprune_core.gradts.validation_table`."""
+    """Quality against cost, one panel per primary: each method's test metric (mean over training seeds, whisker
+    = 95% bootstrap interval over test sentences) against its wall time (choosing the auxiliaries + training the
+    final model; whisker = the seeds' training min-max). ``table`` is
+    :func:`headprune_core.gradts.validation_table`."""
     primaries = list(dict.fromkeys(line["primary"] for line in table))
-    fig = make_subplots(rows=1, cols=max(1, len(primaries)), subplot_titles=primaries, shared_yaxes=False)
+    fig = make_subplots(rows=1, cols=max(1, len(primaries)), subplot_titles=primaries, shared_yaxes=False,
+                        horizontal_spacing=0.12)
     for c, primary in enumerate(primaries, start=1):
         lines = [line for line in table if line["primary"] == primary]
         for line in lines:
-            aux = line["aux"]
-            if line["row"] == "random":
-                aux_txt = "<br>".join(", ".join(a) or "-" for a in aux)
-            else:
-                aux_txt = ", ".join(aux) or "(alone)"
-            err = dict(type="data", symmetric=False, array=[line["max"] - line["test"]],
-                       arrayminus=[line["test"] - line["min"]], visible=line["row"] == "random")
-            secs = f"{line['train_seconds']:.0f} s" if line["train_seconds"] is not None else "?"
-            fig.add_trace(go.Bar(
-                x=[line["label"]], y=[line["test"]], error_y=err, marker_color=ROW_COLOURS[line["row"]],
-                name=line["label"], showlegend=False,
-                hovertemplate=f"{primary} {line['label']}<br>test {line['metric']} %{{y:.2f}}"
-                              f"<br>dev {line['dev']:.2f}<br>training {secs}<br>auxiliary: {aux_txt}"
-                              "<extra></extra>"), row=1, col=c)
-            if line["row"] == "random":
-                fig.add_trace(go.Scatter(x=[line["label"]] * len(line["values"]),
-                                         y=line["values"], mode="markers", showlegend=False,
-                                         marker=dict(color="black", size=7, symbol="diamond"),
-                                         hovertemplate="one random seed: %{y:.2f}<extra></extra>"),
-                              row=1, col=c)
+            total = (line["total_seconds"] or 0) / 60
+            low = line["low"] if line["low"] is not None else line["min"]
+            high = line["high"] if line["high"] is not None else line["max"]
+            spread = (line["train_seconds"] or 0) / 60
+            d = line["vs_alone"]
+            vs = "" if d is None else (f"<br>vs alone {d['diff']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
+                                       + (" *" if d["distinguishable"] else ""))
+            fig.add_trace(go.Scatter(
+                x=[total], y=[line["test"]], mode="markers+text", text=[line["label"].lstrip("+ ")],
+                textposition="top center", textfont=dict(size=11, color=ROW_COLOURS[line["row"]]),
+                marker=dict(color=ROW_COLOURS[line["row"]], size=12, line=dict(color="black", width=0.5)),
+                error_y=dict(type="data", symmetric=False, array=[high - line["test"]],
+                             arrayminus=[line["test"] - low], color=ROW_COLOURS[line["row"]]),
+                error_x=dict(type="data", symmetric=False, array=[((line.get("train_max") or 0) / 60 - spread)],
+                             arrayminus=[spread - (line.get("train_min") or 0) / 60], visible=False),
+                name=line["label"], legendgroup=line["row"], showlegend=c == 1,
+                hovertemplate=(f"{primary} {line['label']}<br>test {line['metric']} %{{y:.2f}} "
+                               f"[{low:.2f}, {high:.2f}] over {len(line['values'])} seed(s){vs}"
+                               f"<br>dev {line['dev']:.2f}<br>choosing {(line['selection_seconds'] or 0):.0f} s + "
+                               f"training {(line['train_seconds'] or 0):.0f} s<br>auxiliary: {_aux_text(line)}"
+                               "<extra></extra>")), row=1, col=c)
         metric = lines[0]["metric"] if lines else ""
-        values = [v for line in lines for v in (line["min"], line["max"])]
-        lo = max(0.0, min(values) - 5) if values else 0
+        values = [v for line in lines for v in (line["low"], line["high"], line["min"], line["max"])
+                  if v is not None]
+        lo = max(0.0, min(values) - 3) if values else 0
         fig.update_yaxes(title_text=f"test {metric}", range=[lo, min(100, max(values) + 3) if values else 100],
                          row=1, col=c)
-    fig.update_layout(height=420, margin=dict(l=10, r=10, t=40, b=10), bargap=0.25)
-    fig.update_xaxes(tickangle=-30)
+        fig.update_xaxes(title_text="wall time: choose + train (min)", rangemode="tozero", row=1, col=c)
+    fig.update_layout(height=460, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2))
     return fig
 
 
 def validation_frame(table: Sequence[dict]) -> pd.DataFrame:
-    """The validation table for display/download."""
+    """The validation table for display/download: metric with interval and seeds, change vs alone, costs."""
     rows = []
     for line in table:
-        aux = "; ".join(", ".join(a) or "-" for a in line["aux"]) if line["row"] == "random" \
-            else ", ".join(line["aux"]) or "(alone)"
-        rows.append({"primary": line["primary"], "setting": line["label"], "metric": line["metric"],
+        d = line["vs_alone"]
+        rows.append({"primary": line["primary"], "method": line["label"], "metric": line["metric"],
                      "test": round(line["test"], 2),
-                     "spread (min-max)": f"{line['min']:.1f}-{line['max']:.1f}" if line["row"] == "random" else "",
-                     "dev": round(line["dev"], 2), "auxiliary units": aux,
-                     "training (s)": None if line["train_seconds"] is None else round(line["train_seconds"], 1)})
+                     "95% CI": "" if line["low"] is None else f"{line['low']:.1f}-{line['high']:.1f}",
+                     "seeds (min-max)": f"{line['min']:.1f}-{line['max']:.1f} ({len(line['values'])})",
+                     "vs alone": "" if d is None else f"{d['diff']:+.2f} [{d['low']:+.1f}, {d['high']:+.1f}]"
+                                                      + (" *" if d["distinguishable"] else ""),
+                     "dev": round(line["dev"], 2), "auxiliary units": _aux_text(line)
+                     + ("" if not line["examples"] else " (" + ", ".join(f"{u}: {n} examples" for u, n in
+                                                                            line["examples"].items()) + ")"),
+                     "choose (s)": line["selection_seconds"], "train (s)": line["train_seconds"],
+                     "total (s)": line["total_seconds"]})
     return pd.DataFrame(rows)
 
 
@@ -176,3 +194,28 @@ def claimed_table(heads: Sequence[tuple], n_maps: int, *, limit: int = 20) -> pd
 def owners_of(heads: Sequence[tuple]) -> dict[tuple[int, int], list[str]]:
     """(layer, head) -> the maps that claim it, from ``shared_heads(...)["heads"]``."""
     return {(int(l), int(h)): list(o) for l, h, _, o in heads}
+
+
+def fg_chart(fg: dict) -> go.Figure:
+    """Per auxiliary unit, the distribution of its examples' tau with the primary's map, and the threshold."""
+    fig = go.Figure()
+    for unit, v in fg["units"].items():
+        fig.add_trace(go.Box(x=v["tau"], name=f"{unit} ({len(v['kept'])}/{len(v['rows'])} kept)",
+                             boxpoints="all", jitter=0.4, pointpos=0, marker=dict(size=3), line=dict(width=1),
+                             hovertemplate="tau %{x:.2f}<extra></extra>"))
+    fig.add_vline(x=fg["threshold"], line_dash="dash", line_color="red",
+                  annotation_text=f"threshold {fg['threshold']}", annotation_position="top")
+    fig.update_layout(height=max(220, 40 * len(fg["units"]) + 80), margin=dict(l=10, r=10, t=30, b=10),
+                      showlegend=False, xaxis_title="Kendall tau of the example's head map with the primary's")
+    return fig
+
+
+def bandit_frame(bandit: dict) -> pd.DataFrame:
+    """Per training seed and unit: posterior mean, rounds chosen, selected or not."""
+    rows = []
+    for seed, b in bandit.items():
+        for unit, mean in sorted(b["means"].items(), key=lambda kv: -kv[1]):
+            rows.append({"seed": seed, "unit": unit, "posterior mean": round(mean, 3),
+                         "rounds chosen": b["chosen"].get(unit, 0), "selected": unit in b["selected"],
+                         "search (s)": round(b["seconds"], 1)})
+    return pd.DataFrame(rows)

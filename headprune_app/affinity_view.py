@@ -144,10 +144,18 @@ def offer_maps(gts: GradTS, *, key: str) -> bool:
 def offer_validation(gts: GradTS, *, key: str) -> None:
     """Say that the validation is not cached and offer to run it (cached parts are reused)."""
     n = len(gts.units)
-    st.warning(f"The GradTS validation of plan **{gts.plan.name}** ({gts.plan.method}) is not cached: it trains "
-               f"each primary with its GradTS-thres and GradTS-trial selections, with all {n - 1} other units "
-               f"and with random sets ({len(gts.plan.random_seeds)} seeds). Parts already cached are reused.")
-    if st.button(f"Run the validation ({estimate_minutes(gts, units=5 * n)} on a 2-core CPU)",
+    p = gts.plan
+    seeds = len(p.train_seeds)
+    trial = min(p.max_trial or n - 1, n - 1)
+    # unit-trainings: trial runs (2..trial+1 units), rows alone/thres/trial/fg/bandit/random (~2 units each) and
+    # all (n units) per seed, the bandit's search (about an all-units run)
+    units = len(gts.primaries) * (sum(range(2, trial + 2)) + seeds * (6 * 2 + n) + seeds * 2 + 2 * len(p.random_seeds))
+    st.warning(f"The GradTS validation of plan **{p.name}** ({p.method}) is not cached: it trains each primary "
+               f"alone, with its GradTS-thres, GradTS-trial ({'every candidate' if p.max_trial is None else f'up to {p.max_trial}'}) "
+               f"and GradTS-fg selections, with the bandit's (AUTOSEM) choice, with all {n - 1} other units "
+               f"({seeds} training seed(s) each) and with {len(p.random_seeds)} random sets. Parts already cached "
+               "are reused.")
+    if st.button(f"Run the validation ({estimate_minutes(gts, units=units)} on a 2-core CPU)",
                  key=f"validate:{key}", type="primary"):
         if _run(gts, "GradTS validation", gts.run, total=gts.expected_jobs()):
             st.rerun()
@@ -163,28 +171,3 @@ def offer_selection(gts: GradTS, primary: str, aux: list[str], *, key: str) -> N
             gts.evaluate(primary, aux, split="test")
         if _run(gts, "Multi-task run", work, total=3):
             st.rerun()
-
-
-def intervals(gts: GradTS, result: dict):
-    """Per primary and row: the test metric with its 95% bootstrap interval over sentences (random sets: their
-    mean) and the paired-bootstrap difference from the primary trained alone; rows whose evaluations are not
-    readable are left out."""
-    import pandas as pd
-
-    from headprune_core.findings import ci_text, diff_text
-    from headprune_core.gradts import ROW_LABELS
-    from headprune_core.uncertainty import bootstrap_ci, paired_bootstrap
-    out = []
-    for v in result["validation"]:
-        units: dict[str, list] = {}
-        for row in v["rows"]:
-            found = cached.read(gts.study, gts.eval_config(v["primary"], row["aux"], split="test"))
-            if found is None or "units" not in found["result"]:
-                continue
-            units.setdefault(row["row"], []).append(found["result"]["units"])
-        alone = units.get("single")
-        for kind, runs in units.items():
-            out.append({"primary": v["primary"], "training": ROW_LABELS[kind], "test [95% CI]": ci_text(bootstrap_ci(runs)),
-                        "vs alone [95% CI]": "" if kind == "single" or not alone else
-                        diff_text(paired_bootstrap(alone, runs))})
-    return pd.DataFrame(out)

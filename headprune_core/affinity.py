@@ -4,7 +4,8 @@ GradTS (Ma et al. 2021): fine-tune each task alone, take its head-importance map
 weights per head, each layer row divided by its sum, min-max over the matrix), and correlate the flattened maps
 of two tasks with Kendall's tau. For a primary task, auxiliary tasks are ranked by tau; GradTS-thres keeps those
 above a threshold, GradTS-trial adds them greedily in tau order (one multi-task run each) and keeps the set that
-is best on dev. Each task's map is computed once and cached, so adding a candidate computes only its map.
+is best on dev; GradTS-fg keeps the auxiliary *examples* whose own map correlates with the primary's above a
+threshold. Each task's map is computed once and cached, so adding a candidate computes only its map.
 
 Shared heads (He & Choi 2021): how many tasks have each head in their top p%.
 """
@@ -70,6 +71,25 @@ def select_trial(ranking: Sequence[tuple[str, float]], dev_score: Callable[[list
         trials.append({"aux": candidates[:i], "dev": float(dev_score(candidates[:i]))})
     best = max(trials, key=lambda t: (t["dev"], -len(t["aux"])))
     return {"selected": best["aux"], "best_dev": best["dev"], "trials": trials}
+
+
+def select_instances(instance_maps: np.ndarray, primary_map: np.ndarray, threshold: float) -> dict:
+    """GradTS-fg: Kendall tau of each example's map (GradTS-normalised) with the primary task's map; the
+    examples above ``threshold`` are kept.
+
+    Args:
+        instance_maps: ``(examples, layers, heads)`` raw per-example maps of one auxiliary unit.
+        primary_map: the primary task's ``(layers, heads)`` map (raw or normalised: it is normalised here).
+    Returns:
+        ``{"tau": [per example], "kept": [indices of the examples kept]}``.
+    """
+    from scipy.stats import kendalltau
+    target = np.ravel(gradts_map(primary_map))
+    taus = []
+    for m in np.asarray(instance_maps):
+        value = kendalltau(np.ravel(gradts_map(m)), target).statistic
+        taus.append(0.0 if np.isnan(value) else float(value))
+    return {"tau": taus, "kept": [i for i, t in enumerate(taus) if t > threshold]}
 
 
 def top_sets(maps: dict[str, np.ndarray], *, top_percent: float) -> dict[str, set[tuple[int, int]]]:

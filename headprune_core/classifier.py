@@ -77,3 +77,15 @@ class HeadedEncoder(nn.Module):
         loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
                                            ignore_index=-100)
         return loss, n
+
+    def example_losses(self, batch: dict) -> torch.Tensor:
+        """``(batch,)``: each example's own mean cross-entropy over its labelled positions (0 if it has none), so
+        the gradient of their sum is, per example, that example's gradient alone."""
+        logits = self(batch["input_ids"], batch["attention_mask"], task=batch.get("task"))
+        labels = batch["labels"]
+        if labels.dim() == 1:  # sentence task: (batch,)
+            return nn.functional.cross_entropy(logits.float(), labels, reduction="none")
+        per_token = nn.functional.cross_entropy(logits.float().transpose(1, 2), labels, ignore_index=-100,
+                                                reduction="none")  # (batch, seq)
+        counts = (labels != -100).sum(1).clamp(min=1)
+        return per_token.sum(1) / counts

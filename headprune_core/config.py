@@ -358,16 +358,20 @@ class GradTSConfig(RunConfig):
     """
 
     kind: ClassVar[str] = "gradts"
+    version: ClassVar[int] = 2  # 2: fg, the bandit, training seeds, costs and intervals; trial uncapped by default
     model: str = dataclasses.field(metadata=DESCRIBES)
     units: tuple[str, ...]
     primaries: tuple[str, ...]
     method: str = "kv_grad"
     threshold: float = 0.6
-    max_trial: int | None = 3
-    random_seeds: tuple[int, ...] = (0, 1)
+    max_trial: int | None = None
+    random_seeds: tuple[int, ...] = (0, 1, 2)
     score_sentences: int | None = 200
     eval_sentences: int | None = 200
     train: tuple[tuple[str, Any], ...] = ()
+    train_seeds: tuple[int, ...] = (13, 14, 15)
+    fg_threshold: float = 0.62
+    bandit: tuple[tuple[str, Any], ...] = ()
     model_fp: str = ""
     data_fp: str = ""
 
@@ -381,6 +385,56 @@ class GradTSConfig(RunConfig):
                  f"unknown GradTS importance method {self.method!r}; known: kv_grad, gate_grad")
         _require(-1.0 <= self.threshold <= 1.0, f"the tau threshold must be in [-1, 1], got {self.threshold}")
         _require(self.max_trial is None or self.max_trial >= 1, "max_trial must be at least 1 (or None: all)")
+        _require(bool(self.train_seeds) and len(set(self.train_seeds)) == len(self.train_seeds),
+                 f"train_seeds must be distinct integers, got {self.train_seeds!r}")
+        _require(-1.0 <= self.fg_threshold <= 1.0, f"the fg tau threshold must be in [-1, 1], got {self.fg_threshold}")
+
+
+@dataclass(frozen=True)
+class InstanceConfig(RunConfig):
+    """Per-example head maps (GradTS's kv_grad on one example at a time) of a unit's training rows, from the
+    unit's own fine-tuned model: what GradTS-fg correlates with the primary task's map. ``max_sentences`` and
+    ``seed`` draw the rows like a fine-tune with those options does."""
+
+    kind: ClassVar[str] = "instances"
+    finetune: FinetuneConfig
+    task: str
+    lang: str
+    method: str = "kv_grad"
+    split: str = "train"
+    max_sentences: int | None = 200
+    seed: int = 13
+    max_length: int = 128
+    data_fp: str = ""
+
+    def __post_init__(self):
+        _require(self.method == "kv_grad", f"per-example maps are computed with kv_grad, got {self.method!r}")
+        _check_eval_fields(self)
+
+
+@dataclass(frozen=True)
+class BanditConfig(RunConfig):
+    """AUTOSEM's first stage for one primary unit: a Beta-Bernoulli bandit chooses which unit of ``finetune``
+    (every candidate and the primary) trains next, rewarded when the primary's dev loss goes down."""
+
+    kind: ClassVar[str] = "bandit"
+    finetune: FinetuneConfig
+    primary: str
+    rounds: int = 40
+    round_steps: int = 4
+    decay: float = 0.9
+    keep: float = 0.5
+    dev_sentences: int | None = 100
+    data_fp: str = ""
+
+    def __post_init__(self):
+        _require(self.primary in self.finetune.tasks,
+                 f"the primary {self.primary!r} is not among the run's units: {', '.join(self.finetune.tasks)}")
+        _count(self.rounds, "rounds", optional=False)
+        _count(self.round_steps, "round_steps", optional=False)
+        _require(_number(self.decay) and 0 < self.decay <= 1, f"decay must be in (0, 1], got {self.decay!r}")
+        _require(_number(self.keep) and 0 <= self.keep < 1, f"keep must be in [0, 1), got {self.keep!r}")
+        _count(self.dev_sentences, "dev_sentences")
 
 
 RETRAIN_STRATEGIES = ("importance", "reverse", "random", "layers")
@@ -437,7 +491,8 @@ class RefinetuneConfig(RunConfig):
 
 
 CONFIG_KINDS: dict[str, type[RunConfig]] = {c.kind: c for c in (FinetuneConfig, ScoreConfig, CurveConfig, EvalConfig,
-                                                                  GradTSConfig, RefinetuneConfig)}
+                                                                  GradTSConfig, RefinetuneConfig, InstanceConfig,
+                                                                  BanditConfig)}
 """Every kind of run configuration, by its ``kind``."""
 
 

@@ -93,7 +93,7 @@ def findings_plan(plan: StudyPlan, shape: tuple[int, int]) -> StudyPlan:
     if not gradts and len(units) >= 3:
         gradts = ({"name": f"{plan.name}-gradts", "description": f"GradTS check of plan {plan.name}'s tasks",
                    "model": plan.model, "units": units, "primaries": [units[-1]], "max_trial": 2,
-                   "random_seeds": [0, 1], "score_sentences": plan.score_sentences,
+                   "random_seeds": [0, 1], "train_seeds": [13], "bandit": {"rounds": 30}, "score_sentences": plan.score_sentences,
                    "eval_sentences": plan.eval_sentences, "train": dict(plan.train), "sources": dict(plan.sources),
                    "note": f"Units and training of plan {plan.name!r}."},)
     settings = plan.settings if "cross" in plan.settings else ("cross", *plan.settings)
@@ -479,52 +479,49 @@ class Findings:
             NOT_REPRODUCED if NOT_REPRODUCED in (weak, middle) else INCONCLUSIVE
         return card
 
-    def _gradts_units(self, gts, primary: str, aux) -> dict | None:
-        found = self._get(gts.eval_config(primary, aux, split="test"))
-        return found["result"]["units"] if found else None
-
     def card_f(self) -> Card:
-        from headprune_core.gradts import GradTS
         card = Card(
             "f", "GradTS's tau ranking picks helpful auxiliary tasks",
             claim="Ma et al. 2021 (GradTS): auxiliary tasks chosen by the Kendall tau of head-gradient maps "
                   "(GradTS-trial / -thres) beat training with all tasks and with random ones: +0.33% to +17.93% "
                   "on 8 GLUE tasks over the baselines.",
             paper="GradTS (Ma et al. 2021)", page="task_affinity",
-            rule="The primary's test metric with the GradTS-trial selection against alone, all tasks and random "
-                 "sets of the same size (paired bootstrap, random sets averaged). Reproduced when trial is at "
-                 "least as good as all and random and distinguishably better than one of them; not reproduced "
-                 "when it is distinguishably worse than either; otherwise inconclusive.",
+            rule="The primary's test metric with the GradTS-trial selection against alone, all tasks, random "
+                 "sets of the same size and the bandit's (AUTOSEM stage 1) choice (paired bootstrap, training "
+                 "seeds and random sets averaged). Reproduced when trial is at least as good as all, random and "
+                 "the bandit and distinguishably better than one of them; not reproduced when it is "
+                 "distinguishably worse than any; otherwise inconclusive. Costs are wall seconds on this machine.",
             protocol="")
         job, found = self._gradts()
         if found is None:
             card.missing = [job.what] if job else ["the plan has no GradTS check"]
             return card
         gplan = self._gradts_plan(job)
-        gts = GradTS(self.study, gplan)
         res = found["result"]
         signs = []
+        names = {"single": "alone", "all": "all tasks", "random": "random sets", "bandit": "bandit (AUTOSEM)"}
         for v in res["validation"]:
             primary = v["primary"]
             units = {}
             for row in v["rows"]:
-                units.setdefault(row["row"], []).append(self._gradts_units(gts, primary, row["aux"]))
-            if any(u is None for us in units.values() for u in us):
-                card.missing = ["GradTS evaluations (cache entries missing)"]
-                return card
+                units.setdefault(row["row"], []).append(row["test_units"])
             trial = units["trial"]
-            for other in ("single", "all", "random"):
+            costs = v["costs"]
+            for other in ("single", "all", "random", "bandit"):
                 d = paired_bootstrap(units[other], trial)
                 if other != "single":
                     signs.append(_sign(d))
-                sel = next(r for r in v["rows"] if r["row"] == other)
-                card.rows.append({"primary": primary, "compared with": {"single": "alone", "all": "all tasks",
-                                                                         "random": "random sets"}[other],
-                                  "its auxiliaries": ", ".join(sel["aux"]) or "-" if other != "random" else
-                                  f"{len(units['random'])} sets of {len(sel['aux'])}",
+                sets = []
+                for r in v["rows"]:
+                    if r["row"] == other and r["aux"] not in sets:
+                        sets.append(r["aux"])
+                card.rows.append({"primary": primary, "compared with": names[other],
+                                  "its auxiliaries": "; ".join(", ".join(a) or "-" for a in sets),
                                   "it scores": ci_text(bootstrap_ci(units[other])),
+                                  "its cost (s)": f"{costs[other]['total']:.0f}",
                                   "GradTS-trial": f"{ci_text(bootstrap_ci(trial))} with "
-                                                  f"{', '.join(v['trial']['selected']) or 'none'}",
+                                                  f"{', '.join(v['trial']['selected']) or 'none'}, "
+                                                  f"{costs['trial']['total']:.0f} s",
                                   "trial - it": diff_text(d)})
             card.measured = (f"{primary}: tau ranking " + ", ".join(f"{n} {t:.2f}" for n, t in v["ranking"]) +
                              f"; trial picked {', '.join(v['trial']['selected']) or 'no auxiliary'}, thres "

@@ -30,9 +30,12 @@ from headprune_core.study import Study, split_unit
 
 GradTSMethod = Literal["kv_grad", "gate_grad"]
 GRADTS_METHODS: tuple[str, ...] = get_args(GradTSMethod)
-ROWS = ("single", "thres", "trial", "all", "random")
+ROWS = ("single", "thres", "trial", "fg", "bandit", "all", "random")
 ROW_LABELS = {"single": "primary alone", "thres": "+ GradTS-thres", "trial": "+ GradTS-trial",
-              "all": "+ all tasks", "random": "+ random tasks"}
+              "fg": "+ GradTS-fg examples", "bandit": "+ bandit (AUTOSEM)", "all": "+ all tasks",
+              "random": "+ random tasks"}
+BANDIT_OPTIONS = {"rounds": 40, "round_steps": 4, "decay": 0.9, "keep": 0.5, "dev_sentences": 100}
+"""AUTOSEM stage-1 options of a plan (see :class:`headprune_core.config.BanditConfig`)."""
 OnJob = Callable[[str, bool], None]
 """on_job(what, cached): called before each cached computation (for progress bars)."""
 
@@ -73,17 +76,25 @@ class GradTSPlan:
     model: str = "me5-small"
     method: str = "kv_grad"
     threshold: float = 0.6
-    max_trial: int | None = 3
-    random_seeds: tuple[int, ...] = (0, 1)
+    max_trial: int | None = None
+    random_seeds: tuple[int, ...] = (0, 1, 2)
     score_sentences: int | None = 200
     eval_sentences: int | None = 200
     train: dict = field(default_factory=lambda: {"max_train_sentences": 300, "epochs": 1.0})
+    train_seeds: tuple[int, ...] = (13, 14, 15)
+    fg_threshold: float = 0.62
+    bandit: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict)
     note: str = ""
 
     def __post_init__(self):
         if self.method not in GRADTS_METHODS:
             raise ValueError(f"unknown GradTS method {self.method!r}; known: {', '.join(GRADTS_METHODS)}")
+        if not isinstance(self.bandit, dict) or set(self.bandit) - set(BANDIT_OPTIONS):
+            raise ValueError(f"plan {self.name!r}: bandit options must be an object with keys among "
+                             f"{sorted(BANDIT_OPTIONS)}, got {self.bandit!r}")
+        if not self.train_seeds or not all(isinstance(v, int) and not isinstance(v, bool) for v in self.train_seeds):
+            raise ValueError(f"plan {self.name!r}: train_seeds must be a non-empty list of integers")
         check_train_options(self.train, f"plan {self.name!r}")
         from headprune_core.data.refs import parse_sources
         parse_sources(self.sources, where=f"plan {self.name!r}")
@@ -137,11 +148,12 @@ class GradTSPlan:
         return plan
 
 
-DEMO_NOTE = ("Subsampled to fit 30 minutes on a 2-core CPU: 200 training sentences per unit, 1 epoch, batch 8, "
-             "150 sentences for scoring, at most 200 for dev and test (name/es has 100 of each); GradTS-trial "
-             "tries at most 3 auxiliary tasks. To learn anything in 25 steps the encoder trains at lr 2e-4 and the "
-             "classifiers at 5e-3 (at the defaults, 5e-5 / 1e-3 and batch 16, name/es stayed at F1 0). "
-             "Differences of a few points are within noise at this size.")
+DEMO_NOTE = ("Subsampled for a 2-core CPU: 200 training sentences per unit, 1 epoch, batch 8, 150 sentences for "
+             "scoring, at most 200 for dev and test (name/es has 100 of each); every final model trained with 3 "
+             "seeds; GradTS-trial tries every candidate in tau order (the paper's full procedure); the bandit "
+             "(AUTOSEM stage 1) runs 40 rounds of 4 batches. To learn anything in 25 steps the encoder trains at "
+             "lr 2e-4 and the classifiers at 5e-3 (at the defaults, 5e-5 / 1e-3 and batch 16, name/es stayed at "
+             "F1 0). Differences of a few points are within noise at this size: read the intervals.")
 _DEMO_TRAIN = {"max_train_sentences": 200, "epochs": 1.0, "batch_size": 8, "lr": 2e-4, "head_lr": 5e-3}
 
 GRADTS_PRESETS: dict[str, GradTSPlan] = {
@@ -150,24 +162,28 @@ GRADTS_PRESETS: dict[str, GradTSPlan] = {
         description="me5-small (4-bit quantised), 9 task units: POS and NAME (proper-name spans, a PROXY for NER) "
                     "in English and Spanish, English sentence polarity, movie-review polarity and uncertainty, "
                     "Dutch book-review polarity, Portuguese emotion. Primaries: name/es (token) and "
-                    "polarity-nl/nl (sentence). GradTS kv_grad maps, Kendall tau, thres 0.6, trial (up to 3), "
-                    "all, random (2 seeds).",
+                    "polarity-nl/nl (sentence). GradTS kv_grad maps, Kendall tau; thres 0.6, trial (every "
+                    "candidate), fg (examples above tau 0.62), the AUTOSEM bandit, all, random; 3 training seeds.",
         units=("pos/en", "name/en", "pos/es", "name/es", "polarity-en/en", "reviews-en/en", "uncertainty-en/en",
                "polarity-nl/nl", "emotion-pt/pt"),
         primaries=("name/es", "polarity-nl/nl"),
-        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=3,
+        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=None,
         note=DEMO_NOTE,
     ),
     "gradts-findings": GradTSPlan(
         name="gradts-findings",
         description="The Findings page's GradTS check, cut to fit its time budget: 5 task units (POS and NAME, a "
                     "PROXY for NER, in English and Spanish; English sentence polarity), primary name/es, "
-                    "kv_grad maps, Kendall tau, thres 0.6, trial (up to 2), all, random (2 seeds).",
+                    "kv_grad maps, Kendall tau, thres 0.6, trial (up to 2), fg, the bandit (30 rounds), all, "
+                    "random (2 draws); one training seed.",
         units=("pos/en", "name/en", "pos/es", "name/es", "polarity-en/en"),
         primaries=("name/es",),
-        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=2,
-        note=DEMO_NOTE.replace("Subsampled to fit 30 minutes", "Subsampled to fit the Findings preset's 45 "
-                               "minutes").replace("tries at most 3", "tries at most 2"),
+        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=2, train_seeds=(13,),
+        random_seeds=(0, 1), bandit={"rounds": 30},
+        note=("Subsampled to fit the Findings preset's time budget: 200 training sentences per unit, 1 epoch, "
+              "batch 8, lr 2e-4 (classifiers 5e-3), 150 sentences for scoring, at most 200 for dev and test "
+              "(name/es has 100 of each); GradTS-trial tries at most 2 auxiliary tasks, one training seed, the "
+              "bandit 30 rounds. Differences of a few points are within noise at this size."),
     ),
     "gradts-glue": GradTSPlan(
         name="gradts-glue",
@@ -177,7 +193,7 @@ GRADTS_PRESETS: dict[str, GradTSPlan] = {
         units=("cola/en", "sst2/en", "mrpc/en", "qqp/en", "mnli/en", "qnli/en", "rte/en", "wnli/en"),
         primaries=("rte/en", "mrpc/en"),
         sources={t: "hub" for t in ("cola", "sst2", "mrpc", "qqp", "mnli", "qnli", "rte", "wnli")},
-        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=3,
+        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=None,
         note=DEMO_NOTE,
     ),
 }
@@ -237,16 +253,39 @@ class GradTS:
     def single_config(self, unit: str) -> FinetuneConfig:
         return self.finetune_config((unit,))
 
-    def multi_config(self, primary: str, aux: list[str] | tuple[str, ...]) -> FinetuneConfig:
-        return self.finetune_config((primary, *aux))
+    def multi_config(self, primary: str, aux: list[str] | tuple[str, ...], *, seed: int | None = None,
+                     keep: dict[str, list[int]] | None = None) -> FinetuneConfig:
+        """The primary trained with ``aux`` (training ``seed``: None = the plan's first; ``keep``: only these
+        train rows of some auxiliary units, GradTS-fg)."""
+        ft = self.finetune_config((primary, *aux))
+        if keep:
+            units = ft.tasks
+            opts = {f: getattr(ft, f) for f in ("epochs", "lr", "head_lr", "batch_size", "max_length",
+                                                "max_train_sentences", "freeze_embeddings", "sampling")}
+            ft = self.study.finetune_config(units, ft.train_langs, **opts, seed=ft.seed,
+                                            keep=tuple(sorted((u, tuple(int(i) for i in rows))
+                                                              for u, rows in keep.items())))
+        seed = self.plan.train_seeds[0] if seed is None else seed
+        return self.study.reseeded(ft, seed)
 
     def score_config(self, unit: str, *, method: str | None = None) -> ScoreConfig:
         return self.study.score_config(self.single_config(unit), unit, split_unit(unit)[1],
                                        method=method or self.plan.method, max_sentences=self.plan.score_sentences)
 
-    def eval_config(self, primary: str, aux, *, split: str) -> EvalConfig:
-        return self.study.eval_config(self.multi_config(primary, aux), primary, split_unit(primary)[1],
-                                      split=split, max_sentences=self.plan.eval_sentences)
+    def eval_config(self, primary: str, aux, *, split: str, seed: int | None = None, keep=None) -> EvalConfig:
+        return self.study.eval_config(self.multi_config(primary, aux, seed=seed, keep=keep), primary,
+                                      split_unit(primary)[1], split=split, max_sentences=self.plan.eval_sentences)
+
+    def instance_config(self, unit: str):
+        """Per-example maps of ``unit``'s training rows (those a multi-task run trains on) from its own model."""
+        ft = self.single_config(unit)
+        return self.study.instance_config(ft, unit, max_sentences=ft.max_train_sentences, seed=ft.seed)
+
+    def bandit_config(self, primary: str, seed: int):
+        """AUTOSEM's search for ``primary`` over every unit of the plan, with training seed ``seed``."""
+        opts = {**BANDIT_OPTIONS, **self.plan.bandit}
+        ft = self.study.reseeded(self.finetune_config(self.units), seed)
+        return self.study.bandit_config(ft, primary, dev_sentences=opts.pop("dev_sentences"), **opts)
 
     def config(self) -> GradTSConfig:
         """The cache key of the whole validation (fingerprints of the model and of every unit's data)."""
@@ -256,6 +295,8 @@ class GradTS:
                             threshold=float(p.threshold), max_trial=p.max_trial,
                             random_seeds=tuple(p.random_seeds), score_sentences=p.score_sentences,
                             eval_sentences=p.eval_sentences, train=tuple(sorted(p.train.items())),
+                            train_seeds=tuple(p.train_seeds), fg_threshold=float(p.fg_threshold),
+                            bandit=tuple(sorted({**BANDIT_OPTIONS, **p.bandit}.items())),
                             model_fp=self.study.model_fp,
                             data_fp=hashlib.sha256("|".join(fps).encode()).hexdigest()[:16])
 
@@ -285,21 +326,50 @@ class GradTS:
         _, rho = correlation_matrix(maps, kind="spearman")
         return {"names": names, "tau": tau, "spearman": rho}
 
-    def evaluate(self, primary: str, aux, *, split: str) -> dict:
+    def evaluate(self, primary: str, aux, *, split: str, seed: int | None = None, keep=None) -> dict:
         """The primary's metric after training it with ``aux`` (``[]``: alone) on ``split``."""
-        ft = self.multi_config(primary, aux)
-        ec = self.eval_config(primary, aux, split=split)
+        ft = self.multi_config(primary, aux, seed=seed, keep=keep)
+        ec = self.eval_config(primary, aux, split=split, seed=seed, keep=keep)
         if not self.study.store.has(ec) and not self.study.store.has(ft):
             what = f"fine-tune {'+'.join(ft.tasks)}" if len(ft.tasks) > 1 else f"fine-tune {primary} alone"
+            what += f" (seed {ft.seed})" + (" on the fg examples" if keep else "")
             self._job(what, ft, lambda: self.study.finetuned(ft))
         res = self._job(f"evaluate {primary} ({split}) with {len(aux)} auxiliary", ec,
-                              lambda: self.study.evaluation(ec))
+                        lambda: self.study.evaluation(ec))
         return res
 
-    def train_seconds(self, primary: str, aux) -> float | None:
+    def train_seconds(self, primary: str, aux, *, seed: int | None = None, keep=None) -> float | None:
         """Training wall time of that run as stored in its log (None if it is not cached)."""
-        found = self.study.store.get(self.multi_config(primary, aux))
+        found = self.study.store.get(self.multi_config(primary, aux, seed=seed, keep=keep))
         return None if found is None else float(found["log"]["seconds"])
+
+    def fg(self, primary: str) -> dict:
+        """GradTS-fg for ``primary``: each other unit's per-example maps against the primary's map; the
+        training rows above ``fg_threshold`` are kept. ``{"units": {unit: {"tau", "rows", "kept"}}, "keep":
+        {unit: kept rows} (units with none left out), "seconds": of the per-example maps}``."""
+        from headprune_core.affinity import select_instances
+        primary_raw = self.unit_raw(primary)
+        out, keep, seconds = {}, {}, 0.0
+        for unit in self.units:
+            if unit == primary:
+                continue
+            self.unit_raw(unit)  # its model, fine-tuned alone, gives the per-example maps
+            ic = self.instance_config(unit)
+            found = self._job(f"per-example maps {unit}", ic, lambda: self.study.instances(ic))
+            seconds += float(found["meta"].get("seconds", 0.0))
+            sel = select_instances(found["maps"], primary_raw, self.plan.fg_threshold)
+            rows = [int(r) for r in np.asarray(found["rows"])]
+            kept = sorted(rows[i] for i in sel["kept"])
+            out[unit] = {"tau": [round(t, 4) for t in sel["tau"]], "rows": rows, "kept": kept}
+            if kept:
+                keep[unit] = kept
+        return {"units": out, "keep": keep, "seconds": round(seconds, 2)}
+
+    def bandit(self, primary: str, seed: int) -> dict:
+        """AUTOSEM's first stage for ``primary`` with training seed ``seed`` (cached)."""
+        bc = self.bandit_config(primary, seed)
+        res = self._job(f"bandit search for {primary} (seed {seed})", bc, lambda: self.study.bandit(bc))
+        return {**res, "seconds": self.study.store.seconds(bc) or res["seconds"]}
 
     # --- the study ------------------------------------------------------------------------------------------
     def select(self, primary: str, tau_names: list[str], tau: np.ndarray) -> dict:
@@ -311,29 +381,54 @@ class GradTS:
         return {"ranking": ranking, "thres": thres, "trial": trial}
 
     def validate(self, primary: str, tau_names: list[str], tau: np.ndarray) -> dict:
-        """Test metric of the primary: alone, + thres, + trial, + all, + random sets (one per seed)."""
+        """Test metric of the primary, per training seed: alone, + thres, + trial, + fg examples, + the
+        bandit's choice, + all, + random sets (one per random seed, paired with the training seeds in turn);
+        each method's cost (selection and training seconds) and its interval over seeds and sentences."""
         sel = self.select(primary, tau_names, tau)
         for t in sel["trial"]["trials"]:
             t["train_seconds"] = self.train_seconds(primary, t["aux"])
+            t["dev_seconds"] = self.study.store.seconds(self.eval_config(primary, t["aux"], split="validation"))
+        fg = self.fg(primary)
+        bandits = {seed: self.bandit(primary, seed) for seed in self.plan.train_seeds}
         others = [u for u in self.units if u != primary]
         k = random_size(sel["thres"], sel["trial"]["selected"])
-        sets = {"single": [], "thres": sel["thres"], "trial": sel["trial"]["selected"], "all": others}
+        sets = {"single": [], "thres": sel["thres"], "trial": sel["trial"]["selected"], "fg": sorted(fg["keep"]),
+                "bandit": None, "all": others}
         rows = []
         for row, aux in sets.items():
-            rows.append(self._row(primary, row, aux))
-        for seed, aux in zip(self.plan.random_seeds, random_sets(others, k, self.plan.random_seeds,
-                                                                 primary=primary)):
-            rows.append({**self._row(primary, "random", aux), "seed": int(seed)})
+            for seed in self.plan.train_seeds:
+                if row == "bandit":
+                    rows.append(self._row(primary, row, bandits[seed]["selected"], seed))
+                else:
+                    rows.append(self._row(primary, row, aux, seed, keep=fg["keep"] if row == "fg" else None))
+        draws = random_sets(others, k, self.plan.random_seeds, primary=primary)
+        for i, (rseed, aux) in enumerate(zip(self.plan.random_seeds, draws)):
+            seed = self.plan.train_seeds[i % len(self.plan.train_seeds)]
+            rows.append({**self._row(primary, "random", aux, seed), "draw": int(rseed)})
+        maps = sum(sum(v.values()) for v in (self._map_seconds(u) for u in self.units))
+        trial_runs = sum((t["train_seconds"] or 0.0) + (t["dev_seconds"] or 0.0) for t in sel["trial"]["trials"])
+        selection = {"single": 0.0, "thres": maps, "trial": maps + trial_runs, "fg": maps + fg["seconds"],
+                     "bandit": float(np.mean([b["seconds"] for b in bandits.values()])), "all": 0.0,
+                     "random": 0.0}
+        fg_summary = {u: {"examples": len(v["rows"]), "kept": len(v["kept"]),
+                          "tau_median": float(np.median(v["tau"])) if v["tau"] else None}
+                      for u, v in fg["units"].items()}
         return {"primary": primary, "ranking": [[n, t] for n, t in sel["ranking"]], "thres": sel["thres"],
-                "trial": sel["trial"], "random_k": k, "rows": rows, "summary": summarise(rows)}
+                "trial": sel["trial"], "random_k": k, "rows": rows, "summary": summarise(rows),
+                "fg": {"threshold": self.plan.fg_threshold, "units": fg["units"], "summary": fg_summary},
+                "bandit": {str(seed): {k2: b[k2] for k2 in ("selected", "means", "chosen", "seconds", "steps")}
+                           for seed, b in bandits.items()},
+                "costs": costs(rows, selection), "intervals": intervals(rows)}
 
-    def _row(self, primary: str, row: str, aux) -> dict:
-        test = self.evaluate(primary, aux, split="test")
-        dev = self.evaluate(primary, aux, split="validation")
-        ft = self.multi_config(primary, aux)
-        return {"row": row, "aux": list(aux), "units": list(ft.tasks), "metric": test["metric"],
+    def _row(self, primary: str, row: str, aux, seed: int, *, keep=None) -> dict:
+        keep = {u: r for u, r in (keep or {}).items() if u in aux} or None
+        test = self.evaluate(primary, aux, split="test", seed=seed, keep=keep)
+        dev = self.evaluate(primary, aux, split="validation", seed=seed, keep=keep)
+        ft = self.multi_config(primary, aux, seed=seed, keep=keep)
+        return {"row": row, "aux": list(aux), "units": list(ft.tasks), "metric": test["metric"], "seed": int(seed),
                 "test": float(test["score"]), "dev": float(dev["score"]), "n_test": test.get("n"),
-                "train_seconds": self.train_seconds(primary, aux), "finetune_key": ft.key()}
+                "test_units": test["units"], "train_seconds": self.train_seconds(primary, aux, seed=seed, keep=keep),
+                "finetune_key": ft.key(), "examples": {u: len(r) for u, r in (keep or {}).items()}}
 
     def run(self) -> dict:
         """Every part through the cache, then the assembled result (itself cached under :meth:`config`)."""
@@ -359,11 +454,11 @@ class GradTS:
         maps = {u: self._map_seconds(u) for u in self.units}
         runs: dict[str, float] = {}
         for v in results:
-            sets = [t["aux"] for t in v["trial"]["trials"]] + [r["aux"] for r in v["rows"]]
-            for aux in sets:
-                if aux:
-                    ft = self.multi_config(v["primary"], aux)
-                    runs["+".join(ft.tasks)] = self.train_seconds(v["primary"], aux) or 0.0
+            for t in v["trial"]["trials"]:
+                runs[f"{'+'.join(sorted([v['primary'], *t['aux']]))} (trial)"] = t["train_seconds"] or 0.0
+            for r in v["rows"]:
+                runs[f"{'+'.join(r['units'])} seed {r['seed']}{' fg' if r['examples'] else ''}"] = \
+                    r["train_seconds"] or 0.0
         return {"wall": round(time.perf_counter() - start, 1), "wall_maps": round(maps_done - start, 1),
                 "wall_multitask": round(time.perf_counter() - maps_done, 1),
                 "maps": maps, "maps_total": round(sum(sum(v.values()) for v in maps.values()), 1),
@@ -384,8 +479,10 @@ class GradTS:
         """An upper bound on the number of cached computations :meth:`run` goes through (for progress bars)."""
         n, p = len(self.units), len(self.primaries)
         trial = min(self.plan.max_trial or n - 1, n - 1)
-        seeds = len(self.plan.random_seeds)
-        per_primary = 2 * (trial + 1) + 3 * (1 + 1 + seeds) + 2 * 2  # trial runs + evals, all/random, tests
+        seeds, draws = len(self.plan.train_seeds), len(self.plan.random_seeds)
+        # trial runs + dev evals; (n - 1) per-example maps; a bandit per seed; 6 rows x seeds + draws, each a
+        # fine-tune and two evaluations
+        per_primary = 2 * (trial + 1) + (n - 1) + seeds + 3 * (6 * seeds + draws)
         return 2 * n + p * per_primary
 
 
@@ -400,8 +497,39 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
+def intervals(rows: list[dict]) -> dict:
+    """Per row kind: the test metric's bootstrap interval over sentences with its seeds averaged, and the
+    paired difference from the primary alone (same test sentences, same resamples)."""
+    from headprune_core.uncertainty import bootstrap_ci, paired_bootstrap
+    runs = {kind: [r["test_units"] for r in rows if r["row"] == kind] for kind in ROWS}
+    out = {}
+    for kind, units in runs.items():
+        if units:
+            out[kind] = {"ci": bootstrap_ci(units), "vs_alone": paired_bootstrap(runs["single"], units)
+                         if kind != "single" and runs["single"] else None}
+    return out
+
+
+def costs(rows: list[dict], selection: dict[str, float]) -> dict:
+    """Per row kind, wall seconds: choosing the auxiliaries (``selection``: GradTS's maps = every unit's
+    single-task fine-tune and scoring; trial's multi-task runs and dev evaluations; fg's per-example maps; the
+    bandit's search), training the final model (mean, min and max over its seeds) and their sum."""
+    out = {}
+    for kind in ROWS:
+        secs = [r["train_seconds"] for r in rows if r["row"] == kind and r["train_seconds"] is not None]
+        if not secs:
+            continue
+        train = float(np.mean(secs))
+        out[kind] = {"selection": round(selection.get(kind, 0.0), 1), "train": round(train, 1),
+                     "train_min": round(min(secs), 1), "train_max": round(max(secs), 1),
+                     "total": round(selection.get(kind, 0.0) + train, 1)}
+    return out
+
+
 def validation_table(result: dict) -> list[dict]:
-    """One line per (primary, row): the test metric (random: mean, min-max over seeds), dev, aux sets, times."""
+    """One line per (primary, method): the test metric (mean over seeds, its 95% interval over sentences, the
+    seeds' min-max), the paired change vs alone, dev, the auxiliary sets (one per seed where they differ) and
+    the wall time to choose them and to train the final model."""
     lines = []
     for v in result["validation"]:
         for kind in ROWS:
@@ -409,25 +537,44 @@ def validation_table(result: dict) -> list[dict]:
             if not rows:
                 continue
             s = v["summary"][kind]
-            secs = [r["train_seconds"] for r in rows if r["train_seconds"] is not None]
+            ci = v.get("intervals", {}).get(kind, {})
+            cost = v.get("costs", {}).get(kind, {})
+            sets = []
+            for r in rows:
+                if r["aux"] not in sets:
+                    sets.append(r["aux"])
             lines.append({"primary": v["primary"], "row": kind, "label": ROW_LABELS[kind],
                           "metric": rows[0]["metric"], "test": s["mean"], "min": s["min"], "max": s["max"],
-                          "std": s["std"], "values": [r["test"] for r in rows],
+                          "std": s["std"], "values": [r["test"] for r in rows], "seeds": [r["seed"] for r in rows],
+                          "low": ci.get("ci", {}).get("low"), "high": ci.get("ci", {}).get("high"),
+                          "vs_alone": ci.get("vs_alone"),
                           "dev": float(np.mean([r["dev"] for r in rows])),
-                          "aux": [r["aux"] for r in rows] if kind == "random" else rows[0]["aux"],
-                          "train_seconds": sum(secs) if secs else None})
+                          "aux": sets if len(sets) > 1 or kind in ("random", "bandit") else sets[0],
+                          "examples": rows[0].get("examples") or {},
+                          "selection_seconds": cost.get("selection"), "train_seconds": cost.get("train"),
+                          "train_min": cost.get("train_min"), "train_max": cost.get("train_max"),
+                          "total_seconds": cost.get("total")})
     return lines
 
 
 def format_table(result: dict) -> str:
     """The validation table as text (CLI)."""
-    out = [f"{'primary':16} {'setting':16} {'test':>14} {'dev':>6} {'train s':>8}  auxiliary units"]
+    out = [f"{'primary':16} {'method':22} {'test (95% CI)':>20} {'vs alone':>16} {'dev':>6} {'choose s':>9} "
+           f"{'train s':>8}  auxiliary units"]
     for line in validation_table(result):
         test = f"{line['test']:.1f}"
-        if line["row"] == "random":
-            test += f" ±{(line['max'] - line['min']) / 2:.1f}"
-        aux = "; ".join(",".join(a) or "-" for a in line["aux"]) if line["row"] == "random" \
-            else ",".join(line["aux"]) or "-"
-        secs = f"{line['train_seconds']:.0f}" if line["train_seconds"] is not None else "?"
-        out.append(f"{line['primary']:16} {line['label']:16} {test:>14} {line['dev']:6.1f} {secs:>8}  {aux}")
+        if line["low"] is not None:
+            test += f" [{line['low']:.1f},{line['high']:.1f}]"
+        d = line["vs_alone"]
+        vs = "" if d is None else f"{d['diff']:+.1f}{'*' if d['distinguishable'] else ''}"
+        aux = line["aux"]
+        aux = "; ".join(",".join(a) or "-" for a in aux) if aux and isinstance(aux[0], list) else \
+            ",".join(aux) or "-"
+        if line["examples"]:
+            aux += " (" + ", ".join(f"{u}: {n} ex." for u, n in line["examples"].items()) + ")"
+        sel = "?" if line["selection_seconds"] is None else f"{line['selection_seconds']:.0f}"
+        train = "?" if line["train_seconds"] is None else f"{line['train_seconds']:.0f}"
+        out.append(f"{line['primary']:16} {line['label']:22} {test:>20} {vs:>16} {line['dev']:6.1f} {sel:>9} "
+                   f"{train:>8}  {aux}")
+    out.append("* = the paired difference from alone is distinguishable from 0 (95% bootstrap interval)")
     return "\n".join(out)

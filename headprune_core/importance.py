@@ -243,6 +243,55 @@ def _entropy_step(model, batch, loss_fn, shape, device) -> torch.Tensor:
     return out
 
 
+def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, progress: bool = False,
+                     on_step: Callable[[int, int | None], None] | None = None) -> np.ndarray:
+    """GradTS's kv_grad map of every example on its own, ``(examples, layers, heads)``, in batch order.
+
+    One backward pass per batch: the gradient of a key or value projection's weight for one example is
+    ``sum over positions of outer(d loss / d output, input)``, so hooks keep each projection's input and the
+    gradient of its output, and the per-example weight gradients are formed from them (``einsum``) instead of
+    one backward pass per example. The loss is the sum of each example's own mean loss
+    (:meth:`~headprune_core.classifier.HeadedEncoder.example_losses`), so each map equals ``score_heads`` with
+    ``kv_grad`` on a batch of that example alone (tested).
+    """
+    adapter = adapter_for(model)
+    layers = encoder_layers(model)
+    device = next(model.parameters()).device
+    modules = [(i, layer.get_submodule(p)) for i, layer in enumerate(layers) if kept_heads(model, i)
+               for p in (adapter.key, adapter.value)]
+    shape = head_shape(model)
+    total = len(batches) if hasattr(batches, "__len__") else None
+    out = []
+    bar = tqdm(total=total, desc="per-example head maps", disable=not progress, leave=False)
+    with _only_grad_for(model, [m.weight for _, m in modules]):
+        for n, batch in enumerate(batches, 1):
+            batch = _to_device(batch, device)
+            seen: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(module) -> (input, output)
+            handles = [m.register_forward_hook(lambda mod, args, output: seen.__setitem__(id(mod), (args[0].detach(),
+                                                                                                  output)))
+                       for _, m in modules]
+            try:
+                losses = model.example_losses(batch)  # (batch,)
+            finally:
+                for h in handles:
+                    h.remove()
+            pairs = [seen[id(m)] for _, m in modules]
+            grads = torch.autograd.grad(losses.sum(), [o for _, o in pairs])
+            maps = torch.zeros(losses.shape[0], *shape, dtype=torch.float64)  # (batch, layers, heads)
+            for (i, _), (x, _), dy in zip(modules, pairs, grads):
+                kept = kept_heads(model, i)
+                w = torch.einsum("bso,bsi->boi", dy.float(), x.float())  # (batch, heads*head_dim, hidden)
+                maps[:, i, kept] += w.abs().reshape(w.shape[0], len(kept), -1).mean(-1).double().cpu()
+            out.append(maps)
+            bar.update(1)
+            if on_step is not None:
+                on_step(n, total)
+    bar.close()
+    if not out:
+        raise ValueError("no examples to compute per-example head maps on")
+    return torch.cat(out).numpy()
+
+
 def spearman_matrix(maps: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray]:
     """Spearman correlation between the flattened head rankings of each pair of maps (e.g. languages)."""
     from headprune_core.affinity import correlation_matrix

@@ -161,6 +161,13 @@ class Store:
                 indent=2), encoding="utf-8")
         return final
 
+    def seconds(self, cfg: RunConfig) -> float | None:
+        """How long ``cfg``'s stored computation took (None: not cached, or not recorded)."""
+        try:
+            return json.loads((self.path_for(cfg) / ENTRY).read_text(encoding="utf-8")).get("seconds")
+        except (OSError, ValueError):
+            return None
+
     def get_or_compute(self, cfg: RunConfig, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Return the cached artifacts of ``cfg``, computing and storing them on a miss.
 

@@ -20,13 +20,13 @@ import numpy as np
 import torch
 
 from headprune_core.classifier import HeadedEncoder, TaskHead
-from headprune_core.config import (METHODS, SETTINGS, STRATEGIES, CurveConfig, EvalConfig, FinetuneConfig,
-                                   FIXED_BY_RUN, RefinetuneConfig, RunConfig, ScoreConfig, canonical_json,
-                                   check_train_options, l0_options, nested_configs)
+from headprune_core.config import (FIXED_BY_RUN, METHODS, SETTINGS, STRATEGIES, BanditConfig, CurveConfig,
+                                   EvalConfig, FinetuneConfig, InstanceConfig, RefinetuneConfig, RunConfig,
+                                   ScoreConfig, canonical_json, check_train_options, l0_options, nested_configs)
 from headprune_core.evaluate import curve, default_steps, evaluate, strategy_mask
 from headprune_core.files import check_name, read_json
 from headprune_core.heads import head_shape, prune_heads
-from headprune_core.importance import normalise, score_heads
+from headprune_core.importance import instance_kv_maps, normalise, score_heads
 from headprune_core.store import Store
 from headprune_core.train import batches, finetune, load_trained, trained_weights
 
@@ -277,6 +277,25 @@ class Study:
         return EvalConfig(finetune=ft, task=task, lang=lang, mask=rows,
                           **self._read(ft, task, lang, split, max_sentences, max_length))
 
+    def instance_config(self, ft: FinetuneConfig, unit: str, *, max_sentences: int | None, seed: int,
+                        max_length: int | None = None) -> InstanceConfig:
+        """Per-example maps of ``unit``'s training rows (drawn like a fine-tune with ``max_sentences`` and
+        ``seed``) from the fine-tuned model ``ft``."""
+        task, lang = split_unit(unit, ft.train_langs[0])
+        size = self.split_size(task, lang, "train")
+        cap = size if max_sentences is None else min(max_sentences, size)
+        return InstanceConfig(finetune=ft, task=unit, lang=lang, max_sentences=cap, seed=seed if cap < size else 0,
+                              max_length=max_length or ft.max_length,
+                              data_fp=self.read_fp(task, lang, "train", cap, seed=seed))
+
+    def bandit_config(self, ft: FinetuneConfig, primary: str, *, dev_sentences: int | None = 100,
+                      **options) -> BanditConfig:
+        """AUTOSEM's search over the units of ``ft`` for ``primary`` (its dev split read as fingerprinted)."""
+        task, lang = split_unit(primary, ft.train_langs[0])
+        read = self._read(ft, task, lang, "validation", dev_sentences, None)
+        return BanditConfig(finetune=ft, primary=primary, dev_sentences=read["max_sentences"],
+                            data_fp=read["data_fp"], **options)
+
     # --- results -------------------------------------------------------------------------------------------
     def finetuned(self, ft: FinetuneConfig) -> HeadedEncoder:
         """The fine-tuned model of ``ft`` (trained and cached on first use, then loaded)."""
@@ -321,7 +340,6 @@ class Study:
         return model
 
     def _train(self, ft: FinetuneConfig) -> dict:
-        from datasets import concatenate_datasets
         if ft.from_checkpoint:
             from headprune_core.store import Weights
             weights = Weights({f"heads.{ft.tasks[0]}.{k}": v for k, v in self.checkpoint["weights"].items()})
@@ -329,17 +347,7 @@ class Study:
                                                 "labels": list(self.checkpoint["labels"]),
                                                 "note": "classifier of the fine-tuned checkpoint, used as is"}}
         model = self._build(ft)
-        parts: dict[str, list] = {unit: [] for unit in ft.tasks}
-        stats = {}
-        for unit, (task, lang) in zip(train_unit_names(ft), train_units(ft)):
-            ds, st = self.tokenized(task, lang, "train", ft.max_length)
-            rows = ft.kept_rows(unit)
-            parts[unit].append(subset(ds, ft.max_train_sentences, seed=ft.seed) if rows is None
-                               else ds.select(list(rows)))
-            stats[f"{task}/{lang}"] = {**st, "train_sentences": len(parts[unit][-1])}
-        train = {unit: concatenate_datasets(p) if len(p) > 1 else p[0] for unit, p in parts.items() if len(p[0])}
-        if not train:
-            raise ValueError(f"nothing to train {'+'.join(ft.tasks)} on: every unit has 0 training rows")
+        train, stats = self.train_data(ft)
         gates, epochs, what = None, ft.epochs, "fine-tuning"
         if ft.l0:  # learned head pruning: continue from the base fine-tune with hard-concrete gates
             from headprune_core.learned import GateTrainer, fold_gates
@@ -359,6 +367,23 @@ class Study:
             fold_gates(model, torch.tensor(learned["gates"]))
             log["learned"] = learned
         return {"weights": trained_weights(model, freeze_embeddings=ft.freeze_embeddings), "log": log}
+
+    def train_data(self, ft: FinetuneConfig) -> tuple[dict, dict]:
+        """The tokenised training rows of each unit of ``ft`` (its seeded subset, or its ``keep`` rows) and the
+        alignment statistics per (task, language)."""
+        from datasets import concatenate_datasets
+        parts: dict[str, list] = {unit: [] for unit in ft.tasks}
+        stats = {}
+        for unit, (task, lang) in zip(train_unit_names(ft), train_units(ft)):
+            ds, st = self.tokenized(task, lang, "train", ft.max_length)
+            rows = ft.kept_rows(unit)
+            parts[unit].append(subset(ds, ft.max_train_sentences, seed=ft.seed) if rows is None
+                               else ds.select(list(rows)))
+            stats[f"{task}/{lang}"] = {**st, "train_sentences": len(parts[unit][-1])}
+        train = {unit: concatenate_datasets(p) if len(p) > 1 else p[0] for unit, p in parts.items() if len(p[0])}
+        if not train:
+            raise ValueError(f"nothing to train {'+'.join(ft.tasks)} on: every unit has 0 training rows")
+        return train, stats
 
     def learned(self, ft: FinetuneConfig):
         """The heads a learned-pruning fine-tune (``ft.l0``) kept: a :class:`~headprune_core.learned.LearnedHeads`."""
@@ -493,11 +518,55 @@ class Study:
             return {"result": assemble(rc, results)}
         return self.store.get_or_compute(rc, compute)["result"]
 
+    def instances(self, ic: InstanceConfig) -> dict:
+        """``{"maps": (examples, layers, heads) raw per-example kv_grad maps, "rows": train-split row of each}``."""
+        self._inputs_first(ic)
+
+        def compute():
+            model = self.finetuned(ic.finetune)
+            task, lang = split_unit(ic.task)[0], ic.lang
+            ds, _ = self.tokenized(task, lang, ic.split, ic.max_length)
+            # by length (less padding); batches() sorts by length too, stably, so map i is row rows[i]
+            rows = sorted(subset_indices(len(ds), ic.max_sentences, seed=ic.seed),
+                          key=lambda r: len(ds[r]["input_ids"]))
+            pad = self.loaded.tokenizer.pad_token_id or 0
+            data = batches(ds.select(rows), batch_size=16, pad_id=pad)
+            what = f"per-example head maps: {ic.task}"
+            self._report(what, 0, len(data))
+            start = time.perf_counter()
+            maps = instance_kv_maps(model, _with_task(data, ic.task, model), progress=self.progress,
+                                    on_step=lambda d, n: self._report(what, d, n))
+            return {"maps": maps.astype(np.float32), "rows": np.asarray(rows, dtype=np.int64),
+                    "meta": {"seconds": round(time.perf_counter() - start, 2), "examples": len(rows)}}
+        return self.store.get_or_compute(ic, compute)
+
+    def bandit(self, bc: BanditConfig) -> dict:
+        """AUTOSEM's first stage (:func:`headprune_core.bandit.bandit_search`) on ``bc``'s units, from the
+        pretrained encoder; the result names the selected auxiliary units."""
+        from headprune_core.bandit import bandit_search
+
+        def compute():
+            ft = bc.finetune
+            model = self._build(ft)
+            train, _ = self.train_data(ft)
+            task, lang = split_unit(bc.primary, ft.train_langs[0])
+            dev = _with_task(self.eval_batches(task, lang, "validation", bc.dev_sentences,
+                                               max_length=ft.max_length), bc.primary, model)
+            what = f"bandit search for {bc.primary}"
+            self._report(what, 0, bc.rounds)
+            res = bandit_search(model, train, dev, primary=bc.primary, pad_id=self.loaded.tokenizer.pad_token_id or 0,
+                                rounds=bc.rounds, round_steps=bc.round_steps, batch_size=ft.batch_size, lr=ft.lr,
+                                head_lr=ft.head_lr, decay=bc.decay, keep=bc.keep, seed=ft.seed,
+                                freeze_embeddings=ft.freeze_embeddings, progress=self.progress,
+                                on_step=lambda d, n: self._report(what, d, n))
+            return {"result": res}
+        return self.store.get_or_compute(bc, compute)["result"]
+
     def compute(self, cfg: RunConfig) -> Any:
         """The result of any run configuration this Study makes (computed and stored on a miss): a fine-tuned
         model, scores, an evaluation, a curve or a re-fine-tuning table."""
         methods = {"finetune": self.finetuned, "score": self.scores, "eval": self.evaluation, "curve": self.curve,
-                   "refinetune": self.refinetune}
+                   "refinetune": self.refinetune, "instances": self.instances, "bandit": self.bandit}
         if cfg.kind not in methods:
             raise ValueError(f"a Study cannot compute {cfg.kind!r} runs; it computes: {', '.join(methods)}")
         return methods[cfg.kind](cfg)

@@ -105,19 +105,21 @@ result = res["result"]
 table = validation_table(result)
 st.plotly_chart(AC.validation_chart(table), config=png_config(f"gradts_{plan.name}_validation"),
                 key="validation")
-st.caption("Test metric of each primary task trained alone, with the GradTS-thres selection (tau > "
-           f"{plan.threshold}), with the GradTS-trial selection (best on dev among up to {plan.max_trial} "
-           "auxiliary tasks added in tau order), with all other units, and with random sets of as many units "
-           f"as GradTS-trial chose ({len(plan.random_seeds)} seeds: bar = mean, whiskers = min-max, diamonds = "
-           "seeds). Hover a bar for its auxiliary units, dev score and training time."
-           + (f" {plan.note}" if plan.note else ""))
+trial_note = "every candidate" if plan.max_trial is None else f"up to {plan.max_trial} candidates"
+st.caption("Each primary trained alone, with the GradTS-thres selection (tau > "
+           f"{plan.threshold}), the GradTS-trial selection (best on dev, adding {trial_note} in tau order), "
+           f"the GradTS-fg examples (auxiliary training examples whose own head map has tau > "
+           f"{plan.fg_threshold} with the primary's), the bandit's choice (AUTOSEM stage 1: Thompson sampling "
+           "rewarded by the primary's dev loss), all other units, and random sets of as many units as "
+           f"GradTS-trial chose. Each final model is trained with {len(plan.train_seeds)} seed(s); the point is "
+           "their mean, the whisker its 95% bootstrap interval over test sentences. x = wall time on this machine "
+           "to choose the auxiliaries (GradTS: every unit's single-task fine-tune and head map, plus trial's "
+           "runs or fg's per-example maps; the bandit: its search) plus training the final model. Hover for the "
+           "auxiliary units and the change vs alone." + (f" {plan.note}" if plan.note else ""))
 frame = AC.validation_frame(table)
 st.dataframe(frame, hide_index=True)
-ci_frame = V.intervals(gts, result)
-if len(ci_frame):
-    st.dataframe(ci_frame, hide_index=True)
-    st.caption("Test metric with its 95% bootstrap interval over the test sentences (random sets: their mean), "
-               "and the paired-bootstrap difference from the primary trained alone; * = distinguishable from 0.")
+st.caption("vs alone: paired-bootstrap difference from the primary trained alone (same test sentences), "
+           "* = distinguishable from 0. Costs in wall seconds, measured when computed.")
 st.download_button("Download the validation table (CSV)", frame.to_csv(index=False).encode(),
                    file_name=safe_filename(f"gradts_{plan.name}_{method}.csv"), mime="text/csv", key="gradts_csv")
 with st.expander("GradTS-trial: every trial's dev score"):
@@ -125,9 +127,23 @@ with st.expander("GradTS-trial: every trial's dev score"):
         st.markdown(f"**{v['primary']}**: " + "; ".join(
             f"{' + '.join(t['aux']) or 'alone'}: {t['dev']:.2f}" for t in v["trial"]["trials"])
             + f" → {', '.join(v['trial']['selected']) or 'alone'}")
+with st.expander("GradTS-fg: which auxiliary examples were kept"):
+    for v in result["validation"]:
+        fg = v.get("fg")
+        if fg:
+            st.markdown(f"**{v['primary']}** (tau > {fg['threshold']}):")
+            st.plotly_chart(AC.fg_chart(fg), config=png_config(f"gradts_fg_{v['primary'].replace('/', '_')}"),
+                            key=f"fg:{v['primary']}")
+with st.expander("Bandit (AUTOSEM stage 1): posterior utility of each unit"):
+    for v in result["validation"]:
+        if v.get("bandit"):
+            st.markdown(f"**{v['primary']}**")
+            st.dataframe(AC.bandit_frame(v["bandit"]), hide_index=True)
+    st.caption("Posterior mean of each arm (the probability that training it lowers the primary's dev loss) "
+               "per training seed, and how many rounds chose it; units above the keep level are selected.")
 s = result["seconds"]
 st.caption(f"Wall time when computed: {s['wall'] / 60:.1f} min ({s['wall_maps'] / 60:.1f} min for the "
-           f"{len(result['units'])} head maps, {s['wall_multitask'] / 60:.1f} min for multi-task runs and "
-           f"evaluations), CPU time {s.get('cpu', 0) / 60:.1f} min. Stored training + scoring time of the maps "
+           f"{len(result['units'])} head maps, {s['wall_multitask'] / 60:.1f} min for everything after), CPU "
+           f"time {s.get('cpu', 0) / 60:.1f} min. Stored training + scoring time of the maps "
            f"{s['maps_total']:.0f} s; multi-task training {s['multitask_total']:.0f} s over "
            f"{len(s['multitask_runs'])} runs.")

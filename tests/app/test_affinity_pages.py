@@ -25,7 +25,9 @@ def fixture_plan(model: str, *, small: bool = False) -> GradTSPlan:
                       description="Test fixture: tiny BERT, generated POS/NAME units.", units=units,
                       primaries=("pos/es",) if small else ("name/es", "pos/de"), model=model, train=TRAIN,
                       score_sentences=20, eval_sentences=20, max_trial=1 if small else 2,
-                      random_seeds=(0,) if small else (0, 1), note="Subsampled test fixture (tiny on purpose).")
+                      random_seeds=(0,) if small else (0, 1), train_seeds=(13,) if small else (13, 14),
+                      bandit={"rounds": 4, "round_steps": 2, "dev_sentences": 10},
+                      note="Subsampled test fixture (tiny on purpose).")
 
 
 def write_plan(root: Path, plan: GradTSPlan) -> None:
@@ -95,19 +97,25 @@ def test_task_affinity_shows_heatmap_selection_and_validation(gradts_cache, monk
     assert at.selectbox(key="gradts_plan").value == "fixture-gradts"
     assert not at.error and not at.warning, [w.value for w in at.warning]
     charts = at.get("plotly_chart")
-    assert len(charts) == 3  # ranking, tau heatmap, validation bars
+    assert len(charts) == 5  # ranking, tau heatmap, quality vs cost, fg tau per primary
     assert "Kendall tau" in tau_heatmap(at)["data"][0]["hovertemplate"]
     assert "Subsampled test fixture" in text_of(at)
     table = at.dataframe[0].value
-    assert set(table["setting"]) == {"primary alone", "+ GradTS-thres", "+ GradTS-trial", "+ all tasks",
-                                     "+ random tasks"}
+    assert set(table["method"]) == {"primary alone", "+ GradTS-thres", "+ GradTS-trial", "+ GradTS-fg examples",
+                                    "+ bandit (AUTOSEM)", "+ all tasks", "+ random tasks"}
     assert set(table["primary"]) == {"name/es", "pos/de"}
-    bars = specs(at)[2]  # below the two columns
-    assert any(t.get("error_y", {}).get("visible") for t in bars["data"])  # spread over random seeds
-    cis = at.dataframe[1].value  # every test metric with its interval, differences paired against alone
-    assert list(cis.columns) == ["primary", "training", "test [95% CI]", "vs alone [95% CI]"]
-    assert len(cis) == 2 * 5 and all("[" in v for v in cis["test [95% CI]"])
-    assert all(v == "" for v in cis[cis["training"] == "primary alone"]["vs alone [95% CI]"])
+    # every method: its interval over test sentences, its seeds, its cost; changes paired against alone
+    assert all("-" in v for v in table["95% CI"]) and all(v.endswith("(2)") for v in table["seeds (min-max)"])
+    assert all(v == "" for v in table[table["method"] == "primary alone"]["vs alone"])
+    assert all("[" in v for v in table[table["method"] != "primary alone"]["vs alone"])
+    assert (table["total (s)"] >= table["train (s)"]).all() and (table["train (s)"] > 0).all()
+    alone, thres = (table[table["method"] == m]["choose (s)"] for m in ("primary alone", "+ GradTS-thres"))
+    assert (alone == 0).all() and (thres > 0).all()  # GradTS pays for its head maps
+    scatter = specs(at)[2]  # below the two columns: quality against cost
+    assert scatter["layout"]["xaxis"]["title"]["text"].startswith("wall time")
+    assert all(t["error_y"]["array"][0] >= 0 for t in scatter["data"]) and len(scatter["data"]) == 2 * 7
+    posteriors = at.dataframe[1].value  # the bandit's posterior per seed and unit
+    assert set(posteriors["seed"]) == {"13", "14"} and posteriors["posterior mean"].between(0, 1).all()
 
 
 def test_threshold_slider_highlights_the_selection(gradts_cache, monkeypatch):
@@ -152,7 +160,7 @@ def test_pages_on_an_empty_cache_say_what_is_missing_and_compute_it(fixture_cach
     assert len(at.get("plotly_chart")) == 2 and not at.error
     at.button(key="validate:fixture-gradts-small:kv_grad").click()
     ok(at)
-    assert len(at.get("plotly_chart")) == 3 and not at.warning and not at.error
+    assert len(at.get("plotly_chart")) == 4 and not at.warning and not at.error  # + quality/cost, fg
 
     shared = ok(page(SHARED, root, monkeypatch))
     assert not shared.error and len(shared.get("plotly_chart")) == 2

@@ -17,6 +17,7 @@ from headprune_core.affinity import correlation_matrix, gradts_map, rank_auxilia
 from headprune_core.config import GradTSConfig
 from headprune_core.gradts import (GRADTS_PRESETS, GradTS, GradTSPlan, format_table, normalize_unit,
                                    random_sets, random_size, validation_table)
+from headprune_core.affinity import select_instances
 from headprune_core.store import Store
 from headprune_core.study import Study
 from tests.app.fixture_cache import LEXICON, build_fixture_cache
@@ -58,7 +59,11 @@ def env(fixture_root, tmp_path, monkeypatch):
 def plan(model: str, units, primaries, **kw) -> GradTSPlan:
     return GradTSPlan(name="t", description="test", units=tuple(units), primaries=tuple(primaries), model=model,
                       train=kw.pop("train", TRAIN), score_sentences=20, eval_sentences=20, max_trial=2,
-                      threshold=kw.pop("threshold", 0.6), **kw)
+                      threshold=kw.pop("threshold", 0.6), train_seeds=kw.pop("train_seeds", (13,)),
+                      random_seeds=kw.pop("random_seeds", (0, 1)), bandit=kw.pop("bandit", BANDIT), **kw)
+
+
+BANDIT = {"rounds": 4, "round_steps": 2, "dev_sentences": 10}
 
 
 def test_adding_a_unit_computes_only_its_map(env):
@@ -108,14 +113,23 @@ def test_thres_and_trial_select_through_real_multitask_runs(env):
     best = max(trials, key=lambda t: (t["dev"], -len(t["aux"])))
     assert v["trial"]["selected"] == best["aux"]
     kinds = [r["row"] for r in v["rows"]]
-    assert kinds == ["single", "thres", "trial", "all", "random", "random"]
+    assert kinds == ["single", "thres", "trial", "fg", "bandit", "all", "random", "random"]
     assert next(r for r in v["rows"] if r["row"] == "all")["units"] == sorted(units)
     k = random_size(v["thres"], v["trial"]["selected"])
     assert v["random_k"] == k and all(len(r["aux"]) == k for r in v["rows"] if r["row"] == "random")
     # multi-task runs are keyed by their sorted units: the thres set is a trial prefix, trained once
-    multi = [c for c in env["calls"]["finetune"][n_before:] if len(c) > 1]
-    assert len(multi) == len(set(multi))
+    # (and the fg run trains the same units on fewer rows: another run)
+    assert len(study.store.entries("finetune")) == len(env["calls"]["finetune"])  # nothing trained twice
+    assert len(env["calls"]["finetune"]) > n_before
     assert v["summary"]["random"]["n"] == 2 and v["summary"]["single"]["std"] == 0
+    # every method has its interval and its cost; GradTS's selections pay for the single-task maps
+    assert set(v["intervals"]) == set(v["costs"]) == set(kinds)
+    assert v["intervals"]["single"]["vs_alone"] is None and v["intervals"]["trial"]["vs_alone"] is not None
+    maps = sum(sum(gts._map_seconds(u).values()) for u in units)
+    assert v["costs"]["thres"]["selection"] == pytest.approx(maps, abs=0.2)
+    assert v["costs"]["trial"]["selection"] > v["costs"]["thres"]["selection"]
+    assert v["costs"]["single"]["selection"] == 0 and v["costs"]["all"]["train"] > 0
+    assert v["costs"]["bandit"]["selection"] == pytest.approx(v["bandit"]["13"]["seconds"], abs=0.051)  # rounded to 0.1 s
 
 
 def test_run_is_cached_and_reports_table_and_times(env):
@@ -136,10 +150,10 @@ def test_run_is_cached_and_reports_table_and_times(env):
     assert all(v > 0 for v in secs["multitask_runs"].values()) and len(secs["multitask_runs"]) >= 2
     assert all(t["train_seconds"] is not None for v in res["validation"] for t in v["trial"]["trials"])
     table = validation_table(res)
-    assert [(line["primary"], line["row"]) for line in table][:5] == [
-        ("pos/es", r) for r in ("single", "thres", "trial", "all", "random")]
+    assert [(line["primary"], line["row"]) for line in table][:7] == [
+        ("pos/es", r) for r in ("single", "thres", "trial", "fg", "bandit", "all", "random")]
     text = format_table(res)
-    assert "+ GradTS-trial" in text and "±" in text
+    assert "+ GradTS-trial" in text and "+ bandit (AUTOSEM)" in text and "95% CI" in text
 
     n_ft, n_score = len(env["calls"]["finetune"]), len(env["calls"]["score"])
     again = GradTS(env["study"](), p).run()  # everything cached: nothing recomputed
@@ -247,3 +261,63 @@ def test_gradts_config_key_and_validation():
         GradTSConfig(model="m", units=("a/en", "b/en"), primaries=("c/en",))
     with pytest.raises(ValueError, match="two distinct"):
         GradTSConfig(model="m", units=("a/en",), primaries=("a/en",))
+
+
+def test_fg_keeps_exactly_the_examples_above_the_threshold_and_trains_on_them(env):
+    units = ["pos/en", "name/en", "pos/es"]
+    study = env["study"]()
+    p = plan(env["model"], units, ["name/en"], fg_threshold=0.0)
+    gts = GradTS(study, p)
+    fg = gts.fg("name/en")
+    primary = gts.unit_raw("name/en")
+    for unit in ("pos/en", "pos/es"):
+        found = study.instances(gts.instance_config(unit))
+        maps, rows = found["maps"], [int(r) for r in found["rows"]]
+        assert maps.shape == (len(rows), *study.head_shape) and len(set(rows)) == len(rows)
+        assert len(rows) == gts.single_config(unit).max_train_sentences  # the rows a multi-task run trains on
+        taus = select_instances(maps, primary, 0.0)["tau"]
+        assert fg["units"][unit]["tau"] == pytest.approx(taus, abs=1e-4)
+        assert fg["units"][unit]["kept"] == sorted(r for r, t in zip(rows, taus) if t > 0.0)
+        assert 0 < len(fg["units"][unit]["kept"]) < len(rows)  # the fixture's threshold splits the examples
+    # training on the kept examples reads exactly them: the fine-tune's data statistics say how many
+    aux = sorted(fg["keep"])
+    ft = gts.multi_config("name/en", aux, keep=fg["keep"])
+    log = study.train_log(ft)
+    for unit in aux:
+        task, lang = unit.split("/")
+        assert log["data"][f"{task}/{lang}"]["train_sentences"] == len(fg["keep"][unit])
+    assert ft.key() != gts.multi_config("name/en", aux).key()
+    # cached: per-example maps are not recomputed
+    again = GradTS(env["study"](), p)
+    import headprune_core.study as sm
+    real = sm.instance_kv_maps
+    sm.instance_kv_maps = lambda *a, **k: pytest.fail("per-example maps recomputed")
+    try:
+        assert again.fg("name/en") == fg
+    finally:
+        sm.instance_kv_maps = real
+
+
+def test_select_instances_on_constructed_maps():
+    rng = np.random.default_rng(0)
+    primary = rng.random((3, 4))
+    close = primary + 0.01 * rng.random((3, 4))
+    far = primary.max() - primary  # reversed before normalisation: negative tau after
+    sel = select_instances(np.stack([close, far, primary]), primary, 0.62)
+    assert sel["kept"] == [0, 2] and sel["tau"][1] < 0 and sel["tau"][2] == pytest.approx(1.0)
+    assert select_instances(np.stack([close, far]), primary, 1.0)["kept"] == []  # strictly above
+
+
+def test_bandit_search_is_cached_per_seed(env):
+    units = ["pos/en", "name/en", "pos/es"]
+    study = env["study"]()
+    gts = GradTS(study, plan(env["model"], units, ["name/en"]))
+    res = gts.bandit("name/en", 13)
+    assert set(res["means"]) == set(units) and sum(res["chosen"].values()) == BANDIT["rounds"]
+    assert set(res["selected"]) <= {"pos/en", "pos/es"}
+    assert all(res["means"][u] > 0.5 for u in res["selected"])
+    assert len(res["history"]) == 4 and all(h["reward"] in (0.0, 1.0) for h in res["history"])
+    n = len(study.store.entries("bandit"))
+    assert GradTS(env["study"](), gts.plan).bandit("name/en", 13)["means"] == res["means"]
+    assert len(study.store.entries("bandit")) == n
+    assert gts.bandit_config("name/en", 14).key() != gts.bandit_config("name/en", 13).key()
