@@ -25,7 +25,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from headprune_core.device import autocast
-from headprune_core.train import WORD_EMBEDDINGS, batches
+from headprune_core.train import batches, optimizer_for
 
 
 class BetaBernoulli:
@@ -97,18 +97,10 @@ def bandit_search(model: nn.Module, train: dict[str, object], dev: list[dict], *
         raise ValueError(f"the primary task {primary!r} is not among the training tasks: {', '.join(train)}")
     device = next(model.parameters()).device
     torch.manual_seed(seed)
-    if freeze_embeddings:
-        for name, p in model.encoder.named_parameters():
-            if name in WORD_EMBEDDINGS:
-                p.requires_grad_(False)
+    params, opt = optimizer_for(model, lr=lr, head_lr=head_lr, freeze_embeddings=freeze_embeddings)
     per_task = {t: batches(d, batch_size=batch_size, pad_id=pad_id, task=t, shuffle=True, seed=seed)
                 for t, d in train.items()}
     position = {t: 0 for t in per_task}
-    params = [p for p in model.parameters() if p.requires_grad]
-    head_ids = {id(p) for p in model.heads.parameters()}
-    opt = torch.optim.AdamW([{"params": [p for p in params if id(p) not in head_ids], "lr": lr},
-                             {"params": [p for p in params if id(p) in head_ids], "lr": head_lr or lr}],
-                            weight_decay=0.01)
     bandit = BetaBernoulli(list(train), decay=decay, seed=seed)
     rng = random.Random(seed)
     start = time.perf_counter()

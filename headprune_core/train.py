@@ -94,6 +94,21 @@ class TrainLog:
                 "epochs": self.epochs}
 
 
+def optimizer_for(model: HeadedEncoder, *, lr: float, head_lr: float | None,
+                  freeze_embeddings: bool) -> tuple[list[nn.Parameter], torch.optim.Optimizer]:
+    """The trainable parameters and their AdamW (encoder at ``lr``, classifiers at ``head_lr``), after freezing
+    the word embeddings when asked."""
+    if freeze_embeddings:
+        for name, p in model.encoder.named_parameters():
+            if name in WORD_EMBEDDINGS:
+                p.requires_grad_(False)
+    params = [p for p in model.parameters() if p.requires_grad]
+    head_ids = {id(p) for p in model.heads.parameters()}
+    groups = [{"params": [p for p in params if id(p) not in head_ids], "lr": lr},
+              {"params": [p for p in params if id(p) in head_ids], "lr": head_lr or lr}]
+    return params, torch.optim.AdamW(groups, weight_decay=0.01)
+
+
 def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epochs: float = 2.0,
              lr: float = 5e-5, head_lr: float | None = 1e-3, batch_size: int = 16, sampling: str = "proportional", seed: int = 13,
              freeze_embeddings: bool = True, progress: bool = True,
@@ -108,10 +123,7 @@ def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epo
     """
     device = next(model.parameters()).device
     torch.manual_seed(seed)
-    if freeze_embeddings:
-        for name, p in model.encoder.named_parameters():
-            if name in WORD_EMBEDDINGS:
-                p.requires_grad_(False)
+    params, opt = optimizer_for(model, lr=lr, head_lr=head_lr, freeze_embeddings=freeze_embeddings)
     per_task = {t: batches(d, batch_size=batch_size, pad_id=pad_id, task=t if len(train) > 1 else None,
                            shuffle=True, seed=seed) for t, d in train.items()}
     plan: list[tuple[str, int]] = []
@@ -119,11 +131,6 @@ def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epo
         order = schedule({t: len(b) for t, b in per_task.items()}, sampling=sampling, seed=seed + epoch)
         share = min(1.0, epochs - epoch)
         plan += order[:max(1, int(round(len(order) * share)))]
-    params = [p for p in model.parameters() if p.requires_grad]
-    head_ids = {id(p) for p in model.heads.parameters()}
-    groups = [{"params": [p for p in params if id(p) not in head_ids], "lr": lr},
-              {"params": [p for p in params if id(p) in head_ids], "lr": head_lr or lr}]
-    opt = torch.optim.AdamW(groups, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / max(1, len(plan))))
     log = TrainLog(losses={t: [] for t in train}, epochs=epochs)
     model.train()

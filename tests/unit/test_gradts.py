@@ -321,3 +321,34 @@ def test_bandit_search_is_cached_per_seed(env):
     assert GradTS(env["study"](), gts.plan).bandit("name/en", 13)["means"] == res["means"]
     assert len(study.store.entries("bandit")) == n
     assert gts.bandit_config("name/en", 14).key() != gts.bandit_config("name/en", 13).key()
+
+
+def test_stem_cells_from_learned_pruning_per_task_and_multitask(env):
+    from headprune_core.stemcells import StemCells, expected_claimed
+    units = ["pos/en", "name/en", "pos/es"]
+    study = env["study"]()
+    gts = GradTS(study, plan(env["model"], units, ["name/en"]))
+    cells = StemCells(gts, l0={"target": 0.5, "epochs": 4.0})
+    assert len(cells.missing()) == len(cells.configs())
+    res = cells.run()
+    n_heads = int(np.prod(study.head_shape))
+    assert all(int(np.sum(res["kept"][u])) == n_heads // 2 for u in units)  # the target: half the heads
+    assert res["multi_kept_n"] == n_heads // 2 and cells.multi_config().tasks == tuple(sorted(units))
+    count = np.sum([res["kept"][u] for u in units], axis=0)
+    assert np.array_equal(count, res["count"]) and res["majority"] == 2
+    assert all(c >= 2 and count[a][b] == c for a, b, c in res["stem_cells"])
+    assert res["claimed"][1] >= res["claimed"][2] >= res["claimed"][3]
+    assert res["claimed_chance"][2] == pytest.approx(expected_claimed(3, 0.5, 2) * n_heads)
+    assert expected_claimed(3, 0.5, 2) == pytest.approx(0.5)
+    jac = np.asarray(res["jaccard"])
+    assert np.allclose(np.diag(jac), 1) and np.allclose(jac, jac.T) and (jac >= 0).all()
+    for row in res["per_task"]:
+        assert row["kept"] == n_heads // 2 and 0 <= row["overlap_gradient"] <= 1
+        assert row["overlap_chance"] == pytest.approx(0.5)
+        assert row["single"]["low"] <= row["single"]["score"] <= row["single"]["high"]
+        assert set(row["learned_vs_unpruned"]) >= {"diff", "low", "high", "distinguishable"}
+    assert res["stem_vs_gradient"]["learned"] == int((count >= 2).sum())
+    assert not cells.missing()
+    computations = study.store.computations
+    again = StemCells(GradTS(env["study"](), gts.plan), l0={"target": 0.5, "epochs": 4.0})
+    assert again.run() == res and again.study.store.computations == 0 and computations > 0
