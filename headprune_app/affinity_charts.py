@@ -219,3 +219,20 @@ def bandit_frame(bandit: dict) -> pd.DataFrame:
                          "rounds chosen": b["chosen"].get(unit, 0), "selected": unit in b["selected"],
                          "search (s)": round(b["seconds"], 1)})
     return pd.DataFrame(rows)
+
+
+def stem_table(summary: dict) -> pd.DataFrame:
+    """Per task: kept heads, overlap with the gradient top set (and chance), metrics single / learned / MTL."""
+    def ci(r):
+        return f"{r['score']:.1f} [{r['low']:.1f}, {r['high']:.1f}]"
+    rows = []
+    for r in summary["per_task"]:
+        d = r["multi_vs_single"]
+        rows.append({"task": r["unit"], "metric": r["metric"], "heads kept": r["kept"],
+                     "also gradient top": f"{r['overlap_gradient']:.0%} (chance {r['overlap_chance']:.0%})",
+                     "alone, all heads": ci(r["single"]), "alone, learned pruning": ci(r["single_learned"]),
+                     "multi-task, learned pruning": ci(r["multi_learned"]),
+                     "multi - alone (learned)": f"{d['diff']:+.1f} [{d['low']:+.1f}, {d['high']:+.1f}]"
+                                                + (" *" if d["distinguishable"] else ""),
+                     "Jaccard with multi-task set": round(r["jaccard_multi"], 2)})
+    return pd.DataFrame(rows)

@@ -171,3 +171,34 @@ def offer_selection(gts: GradTS, primary: str, aux: list[str], *, key: str) -> N
             gts.evaluate(primary, aux, split="test")
         if _run(gts, "Multi-task run", work, total=3):
             st.rerun()
+
+
+def stemcells(gts: GradTS, target: float):
+    """The learned-pruning (stem cell) analysis of ``gts``'s units at ``target`` share of heads removed."""
+    from headprune_core.stemcells import DEFAULT_L0, StemCells
+    return StemCells(gts, l0={**DEFAULT_L0, "target": target})
+
+
+def stemcells_summary(cells) -> dict | None:
+    """The summary when every run it reads is cached (None otherwise)."""
+    try:
+        return None if cells.missing() else cells.summary()
+    except cached.problems():
+        return None
+
+
+def offer_stemcells(cells, *, key: str) -> None:
+    """Say what learned pruning still needs and offer to compute it, with progress and an estimate."""
+    missing = cells.missing()
+    fts = [c for c in missing if c.kind == "finetune"]
+    n = len(cells.gts.units)
+    st.warning(f"Learned pruning of plan **{cells.gts.plan.name}** is not complete: {len(fts)} fine-tune(s) with "
+               f"head gates (each of the {n} units alone, and all {n} together) and {len(missing) - len(fts)} "
+               "evaluation(s) are missing. Fine-tunes already cached (GradTS's single-task and all-units runs) "
+               "are the starting points.")
+    units = sum(len(c.tasks) for c in fts) + sum(len(c.tasks) for c in fts if not cells.study.store.has(c.base()))
+    if st.button(f"Run learned pruning ({estimate_minutes(cells.gts, units=units)} on a 2-core CPU)",
+                 key=f"stemcells:{key}", type="primary"):
+        if _run(cells.gts, "Learned pruning", lambda: cells.run(on_job=cells.gts.on_job),
+                total=len(cells.configs())):
+            st.rerun()

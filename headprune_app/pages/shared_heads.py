@@ -15,9 +15,11 @@ st.title("Shared heads")
 st.markdown("Take each map's top **p%** heads. A head in many top sets is one that many tasks (or languages) "
             "rely on at once; the Jaccard overlap says how alike two top sets are.")
 st.caption("**What the paper found.** He & Choi 2021: forcing each task to keep as few heads as possible "
-           "(learned pruning), a few heads are kept by most tasks ('stem cells'). **What you see here.** Each "
-           "task's top p% heads by gradient importance, not learned pruning: a related but different quantity. "
-           "The Findings page compares the count with random top-p sets.")
+           "(learned pruning), a few heads are kept by most tasks ('stem cells'); multi-task training on all "
+           "tasks scored below single-task training. **What you see here.** First each task's top p% heads by "
+           "gradient importance (a related but different quantity); below, for the tasks of a GradTS plan, the "
+           "heads that learned pruning (hard-concrete gates with an L0 term) keeps, side by side with gradient "
+           "top sets of the same size, against random sets.")
 
 c1, c2 = st.columns([2, 3])
 group = c1.radio("Compare", ["tasks (GradTS plan)", "languages (sidebar choices)"], key="shared_group",
@@ -97,3 +99,65 @@ st.plotly_chart(AC.jaccard_heatmap(shared["names"], shared["jaccard"], chance=ch
 off = shared["jaccard"][~np.eye(n_maps, dtype=bool)]
 st.caption(f"|A ∩ B| / |A ∪ B| of two top sets, clustered. Off-diagonal mean {off.mean():.2f} "
            f"(two random sets of {k} of {n_heads}: about {chance:.2f}).")
+
+if not group.startswith("tasks"):
+    st.stop()
+st.header("Learned pruning: stem cells (He & Choi)")
+st.markdown("Each unit's own fine-tune continues for one epoch with a **hard-concrete gate** on every head and a "
+            "penalty on the expected number of open gates (Louizos et al. 2018; Voita et al. 2019) until it keeps "
+            "the share asked for; the multi-task run on all units does the same with one set of gates. A head kept "
+            "by most tasks is a **stem cell**.")
+target = st.select_slider("Share of heads learned pruning removes", [0.25, 0.5, 0.75], value=0.5,
+                          key="stem_target", format_func=lambda v: f"{v:.0%}")
+cells = cached.guarded(V.stemcells, gts, target, what="Cannot set up learned pruning")
+summary = V.stemcells_summary(cells)
+if summary is None:
+    V.offer_stemcells(cells, key=f"{name}:{target}")
+    st.stop()
+units = summary["units"]
+n_units, count = len(units), np.asarray(summary["count"])
+majority, share = summary["majority"], summary["share_kept"]
+kept_k = int(round(share * count.size))
+grad_count = np.asarray(summary["gradient_count"])
+chance = summary["claimed_chance"][majority]
+overlap = summary["stem_vs_gradient"]
+s1, s2, s3 = st.columns(3)
+s1.metric(f"stem cells: kept by ≥ {majority} of {n_units} tasks", overlap["learned"],
+          help=f"random sets of {kept_k} heads per task: {chance:.1f} expected")
+s2.metric(f"gradient top-{kept_k}: in ≥ {majority} of {n_units}", overlap["gradient"])
+s3.metric("in both", overlap["both"], help=f"Jaccard {overlap['jaccard']:.2f}")
+left, right = st.columns(2)
+with left:
+    st.subheader("Learned pruning keeps")
+    learned_owners = {(a, b): [u for u in units if summary["kept"][u][a][b]] for a in range(count.shape[0])
+                      for b in range(count.shape[1])}
+    st.plotly_chart(AC.count_heatmap(count, learned_owners, n_maps=n_units), key="learned_count",
+                    config=png_config(f"stem_cells_learned_{int(target * 100)}"))
+with right:
+    st.subheader(f"Gradient top {kept_k} heads")
+    grad_sets = {u: {tuple(h) for h in summary["gradient_sets"][u]} for u in units}
+    grad_owners = {(a, b): [u for u in units if (a, b) in grad_sets[u]] for a in range(count.shape[0])
+                   for b in range(count.shape[1])}
+    st.plotly_chart(AC.count_heatmap(grad_count, grad_owners, n_maps=n_units), key="gradient_count",
+                    config=png_config(f"stem_cells_gradient_{int(target * 100)}"))
+st.caption(f"How many of the {n_units} tasks keep each head: left, under learned pruning ({1 - share:.0%} of "
+           f"the heads removed per task); right, in each task's {kept_k} heads of highest GradTS importance (the "
+           f"same size). If every task kept a random {share:.0%}, {chance:.1f} heads would be kept by at least "
+           f"{majority} tasks on average.")
+st.dataframe(AC.stem_table(summary), hide_index=True)
+st.caption("Per task: heads kept; how many of them are also among its gradient top heads of the same size "
+           "(chance: the kept share); the test metric fine-tuned alone (all heads), after learned pruning alone, "
+           "and after learned pruning under multi-task training on all units, with 95% bootstrap intervals; the "
+           "paired change from multi-task to single-task learned pruning (* = distinguishable from 0).")
+c1, c2 = st.columns([3, 2])
+with c1:
+    st.plotly_chart(AC.jaccard_heatmap(units, np.asarray(summary["jaccard"]),
+                                       chance=AC.chance_jaccard(count.size, kept_k)), key="learned_jaccard",
+                    config=png_config(f"stem_cells_jaccard_{int(target * 100)}"))
+    st.caption("Jaccard overlap of the tasks' learned kept sets, clustered.")
+with c2:
+    multi = np.asarray(summary["multi_kept"])
+    st.plotly_chart(AC.count_heatmap(multi.astype(int), {}, n_maps=1), key="multi_kept",
+                    config=png_config(f"stem_cells_multitask_{int(target * 100)}"))
+    st.caption(f"Heads kept under multi-task learned pruning ({summary['multi_kept_n']} of {multi.size}); "
+               "Jaccard with each task's own set is in the table.")

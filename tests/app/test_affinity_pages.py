@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from headprune_core.gradts import GradTS, GradTSPlan
@@ -195,3 +196,38 @@ def test_unprepared_corpora_are_an_error_with_an_offer_not_a_traceback(fixture_c
         at = ok(page(path, root, monkeypatch))
         assert at.error and "not prepared" in at.error[0].value
         assert at.button(key="prepare_all")  # the dashboard's offer to prepare the embedded data
+
+
+def _z(trace: dict) -> np.ndarray:
+    """A heatmap trace's z, also when Plotly sent it as typed binary data."""
+    z = trace["z"]
+    if isinstance(z, dict) and "bdata" in z:
+        import base64
+        shape = tuple(int(v) for v in z["shape"].split(","))
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
+    return np.asarray(z)
+
+
+@pytest.mark.slow  # learned pruning of 5 units and of their multi-task run: about 2 minutes
+def test_shared_heads_offers_learned_pruning_then_shows_stem_cells_beside_gradient_heads(gradts_cache, monkeypatch,
+                                                                                       tmp_path):
+    root = copy_cache({"root": gradts_cache["root"]}, tmp_path / "cache", runs=True)
+    at = ok(page(SHARED, root, monkeypatch, fixture_cache=gradts_cache["fixture"]))
+    assert any("Learned pruning of plan **fixture-gradts** is not complete" in w.value for w in at.warning)
+    at.button(key="stemcells:fixture-gradts:0.5").click()
+    ok(at)
+    assert not at.warning and not at.error
+    keys = [c.proto.id for c in at.get("plotly_chart")]
+    assert len(keys) == 2 + 4  # gradient count + Jaccard; learned count, gradient count, learned Jaccard, MTL set
+    learned, gradient = specs(at)[2]["data"][0], specs(at)[3]["data"][0]
+    n = len(gradts_cache["plan"].units)
+    assert learned["zmax"] == gradient["zmax"] == n
+    z = _z(learned)
+    kept = int(z.sum())
+    assert kept == n * z.size // 2  # each task keeps half of the heads
+    assert int(_z(gradient).sum()) == kept  # gradient top sets of the same size
+    stem = next(d.value for d in at.dataframe if "heads kept" in d.value.columns)
+    assert list(stem["task"]) == list(gradts_cache["plan"].units) and (stem["heads kept"] == kept // n).all()
+    assert all("chance 50%" in v for v in stem["also gradient top"])
+    labels = [m.label for m in at.metric]
+    assert any(lab.startswith("stem cells: kept by ≥ 3 of 5") for lab in labels)

@@ -21,7 +21,8 @@ def small_findings(tiny_cache, tmp_path, monkeypatch):
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
     gplan = {"name": "g", "description": "tiny", "model": model, "units": ["pos/en", "name/en", "pos/de"],
              "primaries": ["pos/en"], "max_trial": 1, "random_seeds": [0], "score_sentences": 20,
-             "eval_sentences": 20, "train": {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3}}
+             "eval_sentences": 20, "train": {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3},
+             "train_seeds": [13], "bandit": {"rounds": 3, "round_steps": 2, "dev_sentences": 10}}
     (tmp_path / "g.json").write_text(json.dumps(gplan))
     retrain = {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3}
     plan = StudyPlan(name="f", description="tiny findings", model=model, tasks=("pos", "name"), langs=("en", "de"),

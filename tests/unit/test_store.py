@@ -21,7 +21,7 @@ SC = ScoreConfig(finetune=FT, task="pos", lang="de", data_fp="s" * 16)
 FT_CHANGES = {"tasks": ("name",), "train_langs": ("de",), "epochs": 3.0, "lr": 1e-4, "head_lr": 2e-3,
               "batch_size": 8, "max_length": 64, "max_train_sentences": 50, "freeze_embeddings": False,
               "sampling": "round_robin", "seed": 1, "pruned": ((0, 1),), "model_fp": "x" * 16, "data_fp": "y" * 16,
-              "from_checkpoint": True}
+              "from_checkpoint": True, "l0": (("target", 0.5),), "keep": (("pos", (1, 2)),)}
 DESCRIPTIVE = {"model": "other-name", "setting": "multi"}
 
 
