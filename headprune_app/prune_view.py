@@ -7,10 +7,22 @@ import numpy as np
 import streamlit as st
 
 from headprune_app import selection as S
-from headprune_core.config import STRATEGIES
+from headprune_core.config import STRATEGIES as CORE_STRATEGIES
+from headprune_core.config import l0_pairs
 
-__all__ = ["STRATEGIES", "ranking_choices", "rank_label", "mask_label", "mask_payload", "change", "interval_text",
-           "speed_panel"]
+STRATEGIES = (*CORE_STRATEGIES[:-1], "learned", CORE_STRATEGIES[-1])
+"""The core's strategies, and ``learned``: heads ordered by the hard-concrete gates of a learned-pruning run of
+this fine-tune (the pruned set at the learned size is the set learned pruning kept)."""
+LEARNED_TARGETS = (0.25, 0.5, 0.75)
+
+__all__ = ["STRATEGIES", "LEARNED_TARGETS", "learned_config", "ranking_choices", "rank_label", "mask_label",
+           "mask_payload", "change", "interval_text", "speed_panel"]
+
+
+def learned_config(ft, target: float):
+    """The learned-pruning run (one epoch with hard-concrete gates) that continues ``ft`` to remove ``target``
+    of the heads."""
+    return ft.replace(l0=l0_pairs({"target": target, "epochs": 1.0}))
 
 
 def ranking_choices(sel: S.Selection) -> tuple[list[str], int]:
@@ -33,10 +45,12 @@ def rank_label(sel: S.Selection, lang: str) -> str:
     return f"{lang} ({', '.join(parts)})" if parts else lang
 
 
-def mask_label(strategy: str, k: int, *, rank_lang: str, seed: int, part: str) -> str:
+def mask_label(strategy: str, k: int, *, rank_lang: str, seed: int, part: str, target: float = 0.5) -> str:
     return {"importance": f"{k} least important ({rank_lang} ranking)",
             "reverse": f"{k} most important ({rank_lang} ranking)", "random": f"{k} random (seed {seed})",
-            "layers": f"{part} third of the layers ({k} heads)", "custom": f"{k} chosen by hand"}[strategy]
+            "layers": f"{part} third of the layers ({k} heads)",
+            "learned": f"{k} with the lowest learned gates (L0 run removing {target:.0%})",
+            "custom": f"{k} chosen by hand"}[strategy]
 
 
 def mask_payload(mask: np.ndarray, sel: S.Selection, *, strategy: str, label: str, finetune_key: str) -> dict:

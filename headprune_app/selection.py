@@ -24,6 +24,7 @@ STRATEGY_LABELS = {
     "reverse": "most important first (reverse)",
     "random": "random order",
     "layers": "whole layers (bottom / middle / top third)",
+    "learned": "learned (L0 gates, He & Choi)",
     "custom": "custom (click heads)",
 }
 TASK_LABELS = {"name": "name: proper-name spans (a PROXY for NER)", "pos": "pos: part-of-speech tags"}

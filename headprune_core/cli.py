@@ -206,10 +206,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=None, help="GradTS-thres tau threshold (default: plan's)")
     p.add_argument("--correlation", choices=["kendall", "spearman"], default="kendall")
 
-    p = sub.add_parser("gradts", help="GradTS validation: thres/trial/all/random selections checked by "
-                                      "multi-task training (preset gradts-demo or a JSON plan file)")
+    p = sub.add_parser("gradts", help="GradTS validation: thres/trial/fg selections and the AUTOSEM bandit checked "
+                                      "by multi-task training against alone/all/random, with costs and intervals "
+                                      "(preset gradts-demo or a JSON plan file)")
     p.add_argument("preset", nargs="?", default="gradts-demo", help="GradTS preset name or a JSON plan file")
     _gradts_args(p, plan=False)
+    p.add_argument("--max-trial", type=int, default=None,
+                   help="cap GradTS-trial at this many auxiliary units (0: every candidate, the paper's procedure)")
+    p.add_argument("--train-seeds", default=None, help="comma-separated training seeds of the final models")
+    p.add_argument("--fg-threshold", type=float, default=None, help="GradTS-fg tau threshold (default: plan's)")
+
+    p = sub.add_parser("stemcells", help="learned head pruning (hard-concrete L0 gates) of every unit of a GradTS "
+                                         "plan alone and of all together: the heads most tasks keep (He & Choi)")
+    p.add_argument("preset", nargs="?", default="gradts-demo", help="GradTS preset name or a JSON plan file")
+    _gradts_args(p, plan=False)
+    p.add_argument("--target", type=float, default=0.5, help="share of heads each run removes (default 0.5)")
+    p.add_argument("--l0-epochs", type=float, default=1.0, help="epochs of training with the gates (default 1)")
 
     p = sub.add_parser("finetune", help="fine-tune a model on a task")
     _run_args(p, lang=False)
@@ -537,6 +549,18 @@ def _gradts_plan(name: str, args):
     plan = _with_cli_sources(plan, args)
     if getattr(args, "threshold", None) is not None:
         plan = replace(plan, threshold=args.threshold)
+    if getattr(args, "max_trial", None) is not None:
+        if args.max_trial < 0:
+            raise ValueError(f"--max-trial must be 0 (every candidate) or more, got {args.max_trial}")
+        plan = replace(plan, max_trial=args.max_trial or None)
+    if getattr(args, "train_seeds", None):
+        try:
+            seeds = tuple(int(v) for v in args.train_seeds.split(",") if v.strip())
+        except ValueError:
+            raise ValueError(f"--train-seeds takes comma-separated integers, got {args.train_seeds!r}") from None
+        plan = replace(plan, train_seeds=seeds)
+    if getattr(args, "fg_threshold", None) is not None:
+        plan = replace(plan, fg_threshold=args.fg_threshold)
     return plan
 
 
@@ -634,12 +658,50 @@ def cmd_gradts(args) -> int:
         print("  GradTS-trial: " + "; ".join(f"{'+'.join(t['aux']) or 'alone'} dev {t['dev']:.1f}"
                                              for t in v["trial"]["trials"])
               + f" -> {', '.join(v['trial']['selected']) or 'alone'}")
+        fg = v["fg"]
+        print(f"  GradTS-fg (tau > {fg['threshold']}): " + ", ".join(
+            f"{u} {f['kept']}/{f['examples']} (median tau {f['tau_median']:+.2f})" for u, f in fg["summary"].items()))
+        for seed, b in v["bandit"].items():
+            print(f"  bandit seed {seed} ({b['seconds']:.0f} s): " + ", ".join(
+                f"{u} {m:.2f}" for u, m in sorted(b["means"].items(), key=lambda kv: -kv[1]))
+                  + f" -> {', '.join(b['selected']) or 'alone'}")
     print()
     print(format_table(res))
     s = res["seconds"]
     print(f"\nwall time: {s['wall']:.0f} s when computed (maps {s['wall_maps']:.0f} s, multi-task runs and "
           f"evaluations {s['wall_multitask']:.0f} s); training+scoring of the maps {s['maps_total']:.0f} s, "
           f"multi-task training {s['multitask_total']:.0f} s; key {gts.config().key()}")
+    return 0
+
+
+def cmd_stemcells(args) -> int:
+    from headprune_core.stemcells import StemCells
+    plan = _gradts_plan(args.preset, args)
+    gts, bar = _gradts_runner(plan, args, f"learned pruning {plan.name}")
+    cells = StemCells(gts, l0={"target": args.target, "epochs": args.l0_epochs})
+    bar.total = len(cells.configs())
+    res = cells.run(on_job=gts.on_job)
+    bar.close()
+    n, shape = len(res["units"]), res["shape"]
+    n_heads = shape[0] * shape[1]
+    print(f"learned pruning (hard-concrete gates, L0; {args.target:.0%} of {n_heads} heads removed per run, "
+          f"{args.l0_epochs:g} epoch(s) after each fine-tune) of {n} units of plan {plan.name}")
+    print(f"heads kept by at least k of {n} tasks (random sets of the same size: expected):")
+    for k in range(1, n + 1):
+        print(f"  k={k}: {res['claimed'][k]:4d}   (chance {res['claimed_chance'][k]:6.1f})")
+    sg = res["stem_vs_gradient"]
+    print(f"stem cells (kept by >= {res['majority']}): {len(res['stem_cells'])}: "
+          + ", ".join(f"L{a}H{b} ({c})" for a, b, c in res["stem_cells"][:20]))
+    print(f"gradient top sets of the same size: {sg['gradient']} heads in >= {res['majority']} tasks; in both: "
+          f"{sg['both']} (Jaccard {sg['jaccard']:.2f}); multi-task run keeps {res['multi_kept_n']}")
+    print(f"{'unit':18} {'kept':>5} {'grad overlap':>13} {'alone':>16} {'alone, L0':>16} {'multi, L0':>16} "
+          f"{'multi-alone':>12}")
+    for r in res["per_task"]:
+        d = r["multi_vs_single"]
+        ci = (lambda x: f"{x['score']:.1f} [{x['low']:.1f},{x['high']:.1f}]")
+        print(f"{r['unit']:18} {r['kept']:5d} {r['overlap_gradient']:7.0%} ({r['overlap_chance']:.0%}) "
+              f"{ci(r['single']):>16} {ci(r['single_learned']):>16} {ci(r['multi_learned']):>16} "
+              f"{d['diff']:+8.1f}{'*' if d['distinguishable'] else ' '}")
     return 0
 
 
@@ -865,6 +927,6 @@ def cmd_export(args) -> int:
 
 COMMANDS = {"prepare": cmd_prepare, "tasks": cmd_tasks, "data": cmd_data, "study": cmd_study, "sweep": cmd_sweep,
             "affinity": cmd_affinity,
-            "gradts": cmd_gradts, "finetune": cmd_finetune,
+            "gradts": cmd_gradts, "stemcells": cmd_stemcells, "finetune": cmd_finetune,
             "score": cmd_score, "curve": cmd_curve, "evaluate": cmd_evaluate, "refinetune": cmd_refinetune,
             "prune": cmd_prune, "ls": cmd_ls, "show": cmd_show, "rm": cmd_rm, "export": cmd_export}

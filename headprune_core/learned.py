@@ -154,13 +154,20 @@ class LearnedHeads:
     kept: np.ndarray  # (layers, heads) 1 = kept
     gates: np.ndarray  # (layers, heads) deterministic gate values
     prob_open: np.ndarray  # (layers, heads) P(gate != 0) at the end
+    log_alpha: np.ndarray  # (layers, heads) the gates' location: what orders the heads (kept = the largest)
     target: float | None
     penalty: float | None
 
     @classmethod
     def from_log(cls, learned: dict) -> "LearnedHeads":
         return cls(np.asarray(learned["kept"], dtype=float), np.asarray(learned["gates"], dtype=float),
-                   np.asarray(learned["prob_open"], dtype=float), learned.get("target"), learned.get("penalty"))
+                   np.asarray(learned["prob_open"], dtype=float), np.asarray(learned["log_alpha"], dtype=float),
+                   learned.get("target"), learned.get("penalty"))
+
+    def ranking(self) -> np.ndarray:
+        """A ``(layers, heads)`` importance map for pruning k heads by the learned gates: kept heads above
+        removed ones, each group ordered by ``log_alpha`` (pruning the learned set's size gives that set)."""
+        return self.log_alpha - self.log_alpha.min() + np.where(self.kept > 0, 1e6, 0.0)
 
     @property
     def sparsity(self) -> float:

@@ -161,6 +161,26 @@ class Store:
                 indent=2), encoding="utf-8")
         return final
 
+    def get_part(self, cfg: RunConfig, name: str) -> Any | None:
+        """One JSON or array artifact of ``cfg``'s entry (e.g. a fine-tune's ``log`` without its weights);
+        None when absent, corrupt or not such an artifact. The entry's records are checked and the artifact's
+        own SHA-256 verified."""
+        path = self.path_for(cfg)
+        if not path.is_dir():
+            return None
+        try:
+            records = _check_entry(path, cfg, hashes=False)
+            rec = next((r for r in records if r.get("name") == name), None)
+            if rec is None or not rec["file"].endswith((".json", ".npy")):
+                return None
+            f = path / rec["file"]
+            if _sha256(f) != rec.get("sha256"):
+                raise CorruptEntry(f"{f.name} does not have the SHA-256 it was written with")
+            return json.loads(f.read_text(encoding="utf-8")) if f.suffix == ".json" else np.load(f, allow_pickle=False)
+        except (CorruptEntry, OSError, ValueError) as err:
+            log.warning("cache entry %s: %s", path, err)
+            return None
+
     def seconds(self, cfg: RunConfig) -> float | None:
         """How long ``cfg``'s stored computation took (None: not cached, or not recorded)."""
         try:

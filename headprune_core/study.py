@@ -390,8 +390,11 @@ class Study:
         from headprune_core.learned import LearnedHeads
         if not ft.l0:
             raise ValueError("this fine-tune has no learned pruning (FinetuneConfig.l0 is empty)")
-        self.finetuned(ft)
-        return LearnedHeads.from_log(self.store.get(ft)["log"]["learned"])
+        log = self.store.get_part(ft, "log")  # cached: the log alone, without loading the weights
+        if log is None:
+            self.finetuned(ft)
+            log = self.store.get_part(ft, "log") or self.store.get(ft)["log"]
+        return LearnedHeads.from_log(log["learned"])
 
     def _inputs_first(self, cfg: RunConfig) -> None:
         """Compute what ``cfg`` reads (its fine-tune, its ranking's scores) before ``cfg`` itself when ``cfg`` is
@@ -679,6 +682,9 @@ class StudyPlan:
     # GradTS validations run with the plan (GradTS preset names, e.g. "gradts-findings", plan files, or plans as
     # objects of GradTSPlan fields), on the plan's model
     gradts: tuple = ()
+    # GradTS plans whose single-task head maps (each unit's fine-tune and scores: the task affinity matrix) are
+    # computed with this plan, without their multi-task validation
+    affinity: tuple = ()
 
     def __post_init__(self):
         check_name(self.name, "plan name")
@@ -718,20 +724,22 @@ class StudyPlan:
             raise ValueError(f"{where}: refinetune must be a list of objects like {{\"max_k\": 12}}, "
                              f"got {self.refinetune!r}")
         object.__setattr__(self, "refinetune", tuple(experiments))
-        if not isinstance(self.gradts, tuple) or not all(isinstance(v, (str, dict)) for v in self.gradts):
-            raise ValueError(f"{where}: gradts must be a list of GradTS preset names, plan files or plans, got "
-                             f"{self.gradts!r}")
+        for field_name in ("gradts", "affinity"):
+            value = getattr(self, field_name)
+            if not isinstance(value, tuple) or not all(isinstance(v, (str, dict)) for v in value):
+                raise ValueError(f"{where}: {field_name} must be a list of GradTS preset names, plan files or "
+                                 f"plans, got {value!r}")
 
         for i, exp in enumerate(self.refinetune):
             self.check_experiment(exp, f"{where}: refinetune[{i}]")
 
-    def gradts_plans(self, where: str = "") -> list:
-        """The GradTS plans named in ``gradts`` (checked here, not at construction: the GradTS module imports
-        this one)."""
+    def gradts_plans(self, where: str = "", *, field_name: str = "gradts") -> list:
+        """The GradTS plans named in ``gradts`` (or ``affinity``), checked here, not at construction: the GradTS
+        module imports this one."""
         from headprune_core.gradts import GradTSPlan, get_gradts_preset
         where = where or f"plan {self.name!r}"
         out = []
-        for name in self.gradts:
+        for name in getattr(self, field_name):
             try:
                 if isinstance(name, dict):
                     gplan = GradTSPlan.from_dict(name, where="GradTS plan")
@@ -740,7 +748,7 @@ class StudyPlan:
                 else:
                     gplan = get_gradts_preset(name)
             except ValueError as err:
-                raise ValueError(f"{where}: gradts: {err}") from None
+                raise ValueError(f"{where}: {field_name}: {err}") from None
             if gplan.model != self.model:
                 raise ValueError(f"{where}: GradTS plan {name!r} is for model {gplan.model!r}, the plan's model "
                                  f"is {self.model!r}")
@@ -787,6 +795,7 @@ class StudyPlan:
             message = str(err)
             raise ValueError(message if message.startswith(where) else f"{where}: {message}") from None
         plan.gradts_plans(where)
+        plan.gradts_plans(where, field_name="affinity")
         return plan
 
     @classmethod
@@ -844,8 +853,11 @@ class StudyPlan:
 
     def restricted(self, *, langs: tuple[str, ...] | None = None, tasks: tuple[str, ...] | None = None,
                    sentences: int | None = None) -> "StudyPlan":
-        """The same plan on fewer languages / tasks / sentences (for tests and quick looks)."""
+        """The same plan on fewer languages / tasks / sentences (for tests and quick looks). Restricted to
+        some languages or tasks, it leaves out the ``affinity`` maps (other tasks' single-task runs)."""
         plan = self
+        if langs or tasks:
+            plan = replace(plan, affinity=())
         if langs:
             plan = replace(plan, langs=tuple(langs))
         if tasks:
@@ -879,6 +891,7 @@ PRESETS: dict[str, StudyPlan] = {
         score_sentences=200,
         eval_sentences=200,
         curve_step=12,
+        affinity=("gradts-demo",),  # the task affinity matrix of the GradTS demo's 9 units (maps only)
     ),
 }
 
@@ -968,6 +981,20 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
                 seeds = f", seeds {', '.join(map(str, rc.train_seeds()))}" if len(rc.train_seeds()) > 1 else ""
                 jobs.append(Job(f"prune {rc.strategy} ({levels}) then re-fine-tune {task} ({setting}{seeds})", rc,
                                 lambda rc=rc: study.refinetune(rc), experiment=exp))
+    if plan.affinity:
+        from headprune_core.gradts import GradTS
+        seen = {j.cfg.key() for j in jobs}
+        for gplan in plan.gradts_plans(field_name="affinity"):
+            gts = GradTS(study, gplan)
+            for unit in gts.units:
+                sc = gts.score_config(unit)
+                for what, cfg, run in ((f"fine-tune {unit} alone (GradTS {gplan.name})", sc.finetune,
+                                        lambda ft=sc.finetune: study.finetuned(ft)),
+                                       (f"head map {unit} ({sc.method}, GradTS {gplan.name})", sc,
+                                        lambda sc=sc: study.scores(sc))):
+                    if cfg.key() not in seen:
+                        seen.add(cfg.key())
+                        jobs.append(Job(what, cfg, run))
     if plan.gradts:
         from headprune_core.gradts import GradTS
         for gplan in plan.gradts_plans():

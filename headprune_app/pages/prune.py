@@ -47,7 +47,7 @@ for name in ("strategy", "custom_heads"):
 c1, c2, c3 = st.columns([2, 2, 3])
 strategy = c1.selectbox("Strategy", prune_view.STRATEGIES, format_func=S.STRATEGY_LABELS.get, key="strategy")
 rank_options, rank_default = prune_view.ranking_choices(sel)
-rank_lang, seed, part, custom = rank_options[rank_default], 0, "middle", None
+rank_lang, seed, part, custom, target = rank_options[rank_default], 0, "middle", None, 0.5
 if strategy in ("importance", "reverse"):
     rank_lang = c2.selectbox("Ranking of", rank_options, index=rank_default,
                              format_func=lambda l: prune_view.rank_label(sel, l),
@@ -60,6 +60,12 @@ elif strategy == "random":
 elif strategy == "layers":
     part = c2.radio("Layers", LAYER_PARTS, index=1, horizontal=True, key="part",
                     help="Prune every head of the bottom, middle or top third of the layers.")
+elif strategy == "learned":
+    target = c2.select_slider("Learned pruning removes", prune_view.LEARNED_TARGETS, value=0.5,
+                              format_func=lambda v: f"{v:.0%}", key="learned_target",
+                              help="A learned-pruning run continues this fine-tune for one epoch with a "
+                                   "hard-concrete gate on every head and an L0 term until it removes this share "
+                                   "(Louizos et al. 2018; Voita et al. 2019; He & Choi 2021).")
 
 ranking = None
 if strategy in ("importance", "reverse") or strategy == "custom":
@@ -69,6 +75,16 @@ if strategy in ("importance", "reverse") or strategy == "custom":
                                       S.score_config(study, sel, rank_lang))], key="ranking",
                              note="the ranking this strategy prunes by")
         st.stop()
+
+learned_ft = learned = None
+if strategy == "learned":
+    learned_ft = prune_view.learned_config(ft, target)
+    if not cached.offer_compute(study, [(f"learned pruning of {sel.task} ({target:.0%} of the heads)", learned_ft)],
+                                key=f"learned:{target}",
+                                note="hard-concrete head gates trained for one epoch after this fine-tune"):
+        st.stop()
+    learned = study.learned(learned_ft)  # reads the run's log, not its weights
+    ranking = learned.ranking()
 
 if strategy == "custom":
     options = [f"L{l}H{h}" for l in range(shape[0]) for h in range(shape[1])]
@@ -83,16 +99,20 @@ if strategy == "custom":
     k = int((custom == 0).sum())
 elif strategy == "layers":
     c3.caption(f"Every head of the {part} third of the layers.")
+elif strategy == "learned":
+    removed = int((learned.kept == 0).sum())
+    k = c3.slider("Heads pruned (k)", 0, total, value=removed, key=f"k_learned:{target}",
+                  help=f"Starts at the learned set ({removed} heads removed); other k prune by the learned gates.")
 else:
     k = c3.slider("Heads pruned (k)", 0, total, value=0, key="k",
                   help="Starts at 0 (the cached unpruned evaluation); each new k is evaluated once, then cached.")
 
-mask = cached.mask(shape, strategy, 0 if strategy == "layers" else k, ranking=ranking, seed=seed, part=part,
-                   custom=custom)
+mask = cached.mask(shape, "importance" if strategy == "learned" else strategy, 0 if strategy == "layers" else k,
+                   ranking=ranking, seed=seed, part=part, custom=custom)
 k = int((mask == 0).sum())
 if strategy != "custom":
     ss["last_mask"] = mask.tolist()
-label = prune_view.mask_label(strategy, k, rank_lang=rank_lang, seed=seed, part=part)
+label = prune_view.mask_label(strategy, k, rank_lang=rank_lang, seed=seed, part=part, target=target)
 ss["current_mask"] = {"mask": mask.tolist(), "label": label, "ft": ft.key(), "task": sel.task}
 
 base = cached.evaluation(study, base_cfg)
@@ -110,6 +130,18 @@ m3.metric("evaluated on", f"{now['n']} {'tokens' if now['metric'] == 'accuracy' 
           help=f"test split of {sel.lang}, first {sel.plan.eval_sentences} sentences")
 st.caption(f"Mask: {label}. This mask: {prune_view.interval_text(now)}; change vs unpruned "
            f"{describe_diff(change)}.")
+if strategy == "learned":
+    own_cfg = study.eval_config(learned_ft, sel.task, sel.lang, max_sentences=sel.plan.eval_sentences)
+    own = cached.read(study, own_cfg)
+    if own is None:
+        cached.offer_compute(study, [(f"the learned-pruning model on {sel.lang}", own_cfg)], key=f"learned-eval:{target}",
+                             note="the model trained with its gates (He & Choi's protocol)")
+    else:
+        d = prune_view.change(base, own["result"])
+        st.info(f"The learned-pruning model itself (fine-tuned on with its gates, {int(learned.kept.sum())} heads "
+                f"kept): {own['result']['score']:.2f} ({prune_view.interval_text(own['result'])}), "
+                f"{describe_diff(d)} vs the unpruned model. Above, the same heads are switched off in the model "
+                "fine-tuned without gates.", icon=":material/school:")
 
 left, right = st.columns(2)
 with left:

@@ -169,7 +169,9 @@ def test_pages_on_an_empty_cache_say_what_is_missing_and_compute_it(fixture_cach
 
 def test_shared_heads_by_task_and_by_language(gradts_cache, monkeypatch):
     at = ok(page(SHARED, gradts_cache["root"], monkeypatch, fixture_cache=gradts_cache["fixture"]))
-    assert not at.error and not at.warning, [w.value for w in at.warning]
+    assert not at.error
+    # the gradient part is complete; learned pruning (below it) is offered, not computed
+    assert [w.value.split(":")[0] for w in at.warning] == ["Learned pruning of plan **fixture-gradts** is not complete"]
     charts = at.get("plotly_chart")
     assert len(charts) == 2  # count heatmap, Jaccard
     count = json.loads(charts[0].proto.spec)["data"][0]

@@ -263,3 +263,31 @@ def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, mon
     # the Prune & retrain page shows the runs the click computed
     run_page(at, "retrain")
     assert at.selectbox(key="retrain_pick").options and len(plotly_charts(at)) >= 1
+
+
+def test_learned_strategy_offers_the_l0_run_then_prunes_by_its_gates(fixture_cache, monkeypatch, tmp_path):
+    from headprune_app import prune_view
+    from headprune_core.study import Study
+    from tests.app.test_affinity_pages import copy_cache
+    root = copy_cache(fixture_cache, tmp_path / "cache", runs=True)
+    at = make_app(root, monkeypatch)
+    at.run()
+    run_page(at, "prune")
+    at.selectbox(key="strategy").set_value("learned").run()
+    assert not at.exception
+    assert any("learned pruning of pos (50% of the heads)" in w.value for w in at.warning)
+    at.button(key="compute:learned:0.5").click().run()
+    assert not at.exception and not at.error
+    assert at.slider(key="k_learned:0.5").value == 6  # the learned set: half of 12 heads
+    metric_value(at, "accuracy, 6 of 12")
+    # the mask is the set learned pruning removed (the gates' own result, read from the cache)
+    study = Study(fixture_cache["model"], store=Store(root / "runs"), progress=False)
+    from headprune_app.selection import finetune_config
+    learned = study.learned(prune_view.learned_config(finetune_config(study, at.session_state["selection"]), 0.5))
+    assert at.session_state["current_mask"]["mask"] == learned.kept.astype(int).tolist()
+    assert "lowest learned gates" in at.session_state["current_mask"]["label"]
+    at.slider(key="k_learned:0.5").set_value(3).run()  # fewer heads: the 3 lowest gates, all from the learned set
+    fewer = (1 - __import__("numpy").asarray(at.session_state["current_mask"]["mask"])).astype(bool)
+    assert fewer.sum() == 3 and not (fewer & (learned.kept > 0)).any()
+    at.button(key="compute:learned-eval:0.5").click().run()  # the learned-pruning model's own score
+    assert any("The learned-pruning model itself" in i.value for i in at.info)

@@ -64,6 +64,6 @@ def test_demo_sweep_spec_is_the_demo_study(demo):
     assert list(full.nodes) == [f"{j.cfg.kind}/{j.cfg.key()}" for j in plan_jobs(study, PRESETS["demo"])]
     restricted = SweepSpec.from_dict({**spec.to_dict(), "langs": list(plan.langs), "tasks": list(plan.tasks),
                                       "score_sentences": plan.score_sentences, "eval_sentences": plan.eval_sentences,
-                                      "train": plan.train})
+                                      "train": plan.train, "affinity": []})
     report = dry_run(build_graph(restricted, store=study.store))
     assert report["todo"] == 0 and report["cached"] == report["jobs"] == len(plan_jobs(study, plan))

@@ -173,10 +173,19 @@ def test_cli_gradts_then_affinity_from_the_cache(env, capsys):
     out = capsys.readouterr().out
     assert "Kendall tau between" in out and "+ GradTS-trial" in out and "wall time" in out
     assert "pos/es: ranking" in out and "GradTS-thres (tau > 0.0)" in out
+    assert "GradTS-fg (tau > 0.62): " in out and "bandit seed 13" in out and "+ bandit (AUTOSEM)" in out
     n = len(env["calls"]["finetune"])
     assert main(["affinity", "--plan", str(path), "--primary", "name/en", "--cache", root]) == 0
     out = capsys.readouterr().out
     assert "auxiliary units for name/en" in out and len(env["calls"]["finetune"]) == n  # maps were cached
+    assert main(["gradts", str(path), "--cache", root, "--max-trial", "-1"]) == 2
+    assert "--max-trial must be 0" in capsys.readouterr().err
+    assert main(["gradts", str(path), "--cache", root, "--train-seeds", "13,x"]) == 2
+    assert "--train-seeds takes comma-separated integers" in capsys.readouterr().err
+    assert main(["stemcells", str(path), "--cache", root, "--device", "cpu", "--l0-epochs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "heads kept by at least k of 3 tasks" in out and "stem cells (kept by >= 2)" in out
+    assert out.count(" 6 ") >= 3  # every unit keeps 6 of 12 heads
     assert main(["gradts", "no-such-plan", "--cache", root]) == 2
     assert "unknown GradTS preset 'no-such-plan'; known: gradts-demo" in capsys.readouterr().err
 

@@ -172,3 +172,32 @@ def test_plan_refinetune_experiments_expand_with_their_options(tiny_cache, monke
         StudyPlan.from_dict({**plan.to_dict(), "refinetune": [{"tasks": ["ner"]}]})
     with pytest.raises(ValueError, match="refinetune prunes up to 99 heads; the model has 12"):
         plan_jobs(study, replace(plan, refinetune=({"levels": [99]},)))
+
+
+def test_plan_affinity_computes_the_gradts_maps_only(tiny_cache, monkeypatch, tmp_path):
+    """A plan's ``affinity`` GradTS plans add each unit's single-task fine-tune and head map as jobs (the task
+    affinity matrix), not the multi-task validation; restricted plans leave them out."""
+    from headprune_core.gradts import GradTS, GradTSPlan
+    root, model = tiny_cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    gplan = {"name": "g", "description": "tiny", "model": model, "units": ["pos/en", "name/en", "pos/de"],
+             "primaries": ["pos/en"], "score_sentences": 20, "eval_sentences": 20,
+             "train": {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3}}
+    plan = replace(_plan(model), affinity=(gplan,))
+    study = Study(model, store=Store(tmp_path / "runs"), progress=False)
+    jobs = plan_jobs(study, plan)
+    maps = [j for j in jobs if "GradTS g" in j.what]
+    assert [j.cfg.kind for j in maps] == ["finetune", "score"] * 3
+    run_plan(study, plan)
+    gts = GradTS(study, GradTSPlan.from_dict(gplan))
+    n = study.store.computations
+    assert set(gts.affinity()["names"]) == set(gplan["units"]) and study.store.computations == n  # all cached
+    assert gts.cached_result() is None  # the validation is not part of it
+    assert not plan.restricted(langs=("en",)).affinity and plan.restricted(sentences=30).affinity
+    with pytest.raises(ValueError, match="affinity must be a list"):
+        replace(plan, affinity="gradts-demo")
+    assert StudyPlan.from_dict({**plan.to_dict(), "affinity": [gplan]}).affinity == (gplan,)
+    with pytest.raises(ValueError, match="GradTS plan 'gradts-demo' is for model 'me5-small'"):
+        StudyPlan.from_dict({**plan.to_dict(), "affinity": ["gradts-demo"]})
+    with pytest.raises(ValueError, match="affinity: unknown GradTS preset 'nope'"):
+        StudyPlan.from_dict({**plan.to_dict(), "affinity": ["nope"]})
