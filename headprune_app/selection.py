@@ -139,8 +139,9 @@ def curve_config(study: Study, sel: Selection, lang: str, strategy: str, *,
         kw["normalize"] = sel.normalize
     return study.curve_config(finetune_config(study, sel), sel.task, lang, strategy=strategy,
                               ranking_lang=ranking_lang, method=sel.method,
-                              score_sentences=sel.plan.score_sentences, step=sel.plan.curve_step,
-                              max_sentences=sel.plan.eval_sentences,
+                              score_sentences=sel.plan.score_sentences,
+                              step=sel.plan.step_for(lang, setting=sel.setting, train_langs=sel.train_langs()),
+                              steps=sel.plan.curve_steps(study.head_shape), max_sentences=sel.plan.eval_sentences,
                               seeds=sel.plan.random_seeds if strategy == "random" else (0,), **kw)
 
 

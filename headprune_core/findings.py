@@ -539,9 +539,10 @@ class Findings:
             claim="He & Choi 2021: forcing each task to keep as few heads as possible, a few heads are kept by "
                   "most tasks ('stem cells').",
             paper="He & Choi 2021", page="shared_heads",
-            rule="Heads in the top 10% of at least a majority of the tasks' GradTS maps, against the same count "
-                 "for random top-10% sets (10,000 draws). Reproduced when more heads are shared than in 95% of "
-                 "random draws; not reproduced when no more than the random median; otherwise inconclusive.",
+            rule="Heads kept by at least a majority of the tasks under learned pruning (or, until that is "
+                 "computed, in the top 10% of their GradTS maps), against the same count for random sets of the "
+                 "same size (10,000 draws). Reproduced when more heads are shared than in 95% of random draws; "
+                 "not reproduced when no more than the random median; otherwise inconclusive.",
             protocol="")
         job, found = self._gradts()
         if found is None:
@@ -558,26 +559,49 @@ class Findings:
         shared = shared_heads(maps, top_percent=top_percent)
         n_tasks = len(maps)
         most = n_tasks // 2 + 1
-        observed = int((shared["count"] >= most).sum())
         size = shared["count"].size
         k = max(1, int(round(size * top_percent / 100)))
-        rng = np.random.default_rng(0)
-        counts = np.zeros((draws, size), dtype=np.int16)
-        for _ in range(n_tasks):  # each task's random top-k set: the k smallest of random keys per draw
-            counts += (np.argsort(rng.random((draws, size)), axis=1) < k).astype(np.int16)
-        null = (counts >= most).sum(axis=1)
-        p = float((np.sum(null >= observed) + 1) / (draws + 1))
-        heads = [f"L{l}H{h} ({c} tasks)" for l, h, c, _ in shared["heads"] if c >= most]
-        card.rows = [{"tasks": n_tasks, "top share": f"{top_percent:g}% ({k} heads each)",
-                      "claimed by at least": f"{most} tasks", "heads": observed,
-                      "random sets: median [95th percentile]": f"{np.median(null):.0f} [{np.percentile(null, 95):.0f}]",
-                      "p": f"{p:.4f}", "which": ", ".join(heads[:8]) + (" ..." if len(heads) > 8 else "")}]
-        card.measured = (f"{observed} heads are in the top {top_percent:g}% of at least {most} of {n_tasks} tasks; "
-                         f"random sets give {np.median(null):.0f} (95th percentile {np.percentile(null, 95):.0f}); "
-                         f"p = {p:.4f}.")
-        card.protocol = ("Gradient top-10% heads of each task's own fine-tuned model (the Shared heads page's "
-                         "measure), not He & Choi's learned pruning under a sparsity penalty; tasks: "
-                         f"{', '.join(maps)} (POS and NAME in two languages are related tasks).")
-        card.verdict = REPRODUCED if observed > np.percentile(null, 95) else \
-            NOT_REPRODUCED if observed <= np.median(null) else INCONCLUSIVE
+        measured = {"gradient": (shared["count"], k, f"top {top_percent:g}% ({k} heads each)")}
+        from headprune_core.stemcells import StemCells
+        cells = StemCells(gts)  # learned pruning (He & Choi's protocol), when the Shared heads page computed it
+        if not cells.missing():
+            res = cells.summary()
+            kept = int(round(res["share_kept"] * size))
+            measured["learned"] = (np.asarray(res["count"]), kept,
+                                   f"learned pruning keeps {kept} ({res['share_kept']:.0%})")
+        verdicts = {}
+        for how, (count, k_how, share_text) in measured.items():
+            observed = int((np.asarray(count) >= most).sum())
+            null = _null_claimed(n_tasks, size, k_how, most, draws)
+            p = float((np.sum(null >= observed) + 1) / (draws + 1))
+            heads = [f"L{l}H{h} ({int(count[l, h])} tasks)" for l, h in zip(*np.nonzero(np.asarray(count) >= most))]
+            card.rows.append({"heads by": how, "tasks": n_tasks, "set per task": share_text,
+                              "claimed by at least": f"{most} tasks", "heads": observed,
+                              "random sets: median [95th percentile]":
+                                  f"{np.median(null):.0f} [{np.percentile(null, 95):.0f}]",
+                              "p": f"{p:.4f}", "which": ", ".join(heads[:8]) + (" ..." if len(heads) > 8 else "")})
+            verdicts[how] = REPRODUCED if observed > np.percentile(null, 95) else \
+                NOT_REPRODUCED if observed <= np.median(null) else INCONCLUSIVE
+        card.measured = "; ".join(f"{r['heads by']}: {r['heads']} heads in the sets of at least {most} of {n_tasks} "
+                                  f"tasks, random sets {r['random sets: median [95th percentile]']}, p = {r['p']}"
+                                  for r in card.rows) + "."
+        how = "learned" if "learned" in verdicts else "gradient"
+        card.protocol = (("Decided by learned pruning (hard-concrete gates with an L0 term, each task's own "
+                          "fine-tune continued for one epoch until it keeps half of the heads; He & Choi penalise "
+                          "the number of heads instead of fixing it); the gradient top-10% sets are shown beside "
+                          "it. " if how == "learned" else
+                          "Gradient top-10% heads of each task's own fine-tuned model, not He & Choi's learned "
+                          "pruning: the Shared heads page computes learned pruning on one click, and then this "
+                          "card is decided by it. ") + f"Tasks: {', '.join(maps)} (POS and NAME in two languages "
+                         "are related tasks).")
+        card.verdict = verdicts[how]
         return card
+
+
+def _null_claimed(n_tasks: int, size: int, k: int, most: int, draws: int) -> np.ndarray:
+    """Per draw, how many of ``size`` heads are in at least ``most`` of ``n_tasks`` random ``k``-sets."""
+    rng = np.random.default_rng(0)
+    counts = np.zeros((draws, size), dtype=np.int16)
+    for _ in range(n_tasks):  # each task's random k-set: the k smallest of random keys per draw
+        counts += (np.argsort(rng.random((draws, size)), axis=1) < k).astype(np.int16)
+    return (counts >= most).sum(axis=1)

@@ -72,7 +72,14 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     gts = GradTS(study, GradTSPlan.from_file(plan.gradts[0]))
     maps = {u: gradts_map(np.asarray(study.store.get(gts.score_config(u))["raw"])) for u in gts.units}
     count = shared_heads(maps, top_percent=10.0)["count"]
-    assert cards["g"].rows[0]["heads"] == int((count >= 2).sum())
+    assert cards["g"].rows[0]["heads"] == int((count >= 2).sum()) and cards["g"].rows[0]["heads by"] == "gradient"
+    assert len(cards["g"].rows) == 1 and "Gradient top-10%" in cards["g"].protocol
+    # once learned pruning is computed (the Shared heads page), card (g) is decided by it, gradient beside it
+    from headprune_core.stemcells import StemCells
+    stem = StemCells(gts).run()
+    g = Findings(study, plan).card_g()
+    assert [r["heads by"] for r in g.rows] == ["gradient", "learned"] and "Decided by learned pruning" in g.protocol
+    assert g.rows[1]["heads"] == len(stem["stem_cells"]) and g.verdict in VERDICTS[:3]
     # (f): trial against alone, all and random, with the cached evaluations' scores
     (alone,) = [r for r in cards["f"].rows if r["compared with"] == "alone"]
     units = study.store.get(gts.eval_config("pos/en", [], split="test"))["result"]["units"]
