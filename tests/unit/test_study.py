@@ -200,6 +200,6 @@ def test_plan_affinity_computes_the_gradts_maps_only(tiny_cache, monkeypatch, tm
     # a preset's units for this plan's model (the demo's affinity maps in a sweep over models)
     (demo_maps,) = StudyPlan.from_dict({**plan.to_dict(), "affinity": ["gradts-demo"]}).gradts_plans(
         field_name="affinity")
-    assert demo_maps.model == model and len(demo_maps.units) == 9
+    assert demo_maps.model == model and len(demo_maps.units) == 8
     with pytest.raises(ValueError, match="affinity: unknown GradTS preset 'nope'"):
         StudyPlan.from_dict({**plan.to_dict(), "affinity": ["nope"]})
