@@ -393,13 +393,17 @@ def estimate(cfg: RunConfig, rates: Rates, *, cpus: float = 1) -> tuple[float | 
 
 def _gradts_seconds(cfg, rates: Rates, cpus: float) -> tuple[float | None, str]:
     """A GradTS validation from its fine-tunes, a rough upper estimate: one single-task run per unit, and per
-    primary its trials (1, 2, ... auxiliary units), all units, and each random set (as large as the largest
-    trial), each unit training on ``max_train_sentences`` x ``epochs``; scoring and evaluation are small beside."""
+    primary its trials (1, 2, ... auxiliary units), and per training seed the final models (alone, thres, trial,
+    fg and the bandit's choice as large as the largest trial, all units), the bandit's search (counted as an
+    all-units run) and each random set; each unit trains on ``max_train_sentences`` x ``epochs``; scoring,
+    per-example maps and evaluation are small beside."""
     train = dict(cfg.train)
     per_unit = float(train.get("max_train_sentences") or 2000) * float(train.get("epochs", 2.0))
     n = len(cfg.units)
     trial = min(cfg.max_trial or n - 1, n - 1)
-    multi_units = sum(range(2, trial + 2)) + n + len(cfg.random_seeds) * (trial + 1)
+    seeds = len(cfg.train_seeds)
+    multi_units = (sum(range(2, trial + 2)) + seeds * (1 + 4 * (trial + 1) + 2 * n)
+                   + len(cfg.random_seeds) * (trial + 1))
     secs, how = _seconds("finetune", cfg.model, per_unit * (n + len(cfg.primaries) * multi_units), rates, cpus)
     return secs, (how if secs is None else f"{how} fine-tuning rate, rough")
 
