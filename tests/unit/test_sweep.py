@@ -216,7 +216,8 @@ def test_a_plans_gradts_validation_is_one_sweep_job(tiny_cache, tmp_path, monkey
     store = _cache(root, tmp_path / "cache", monkeypatch)
     gplan = {"name": "g", "description": "tiny", "model": model, "units": ["pos/en", "name/en", "pos/de"],
              "primaries": ["pos/en"], "max_trial": 1, "random_seeds": [0], "score_sentences": 20,
-             "eval_sentences": 20, "train": {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3}}
+             "eval_sentences": 20, "train": {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3},
+             "train_seeds": [13], "bandit": {"rounds": 3, "round_steps": 2, "dev_sentences": 10}}
     path = tmp_path / "g.json"
     path.write_text(json.dumps(gplan))
     spec = SweepSpec.from_dict(_spec(model, langs=["en"], strategies=["importance"], gradts=[str(path)]))
