@@ -221,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("preset", nargs="?", default="gradts-demo", help="GradTS preset name or a JSON plan file")
     _gradts_args(p, plan=False)
     p.add_argument("--target", type=float, default=0.5, help="share of heads each run removes (default 0.5)")
+    p.add_argument("--penalty", type=float, default=None,
+                   help="instead of a target: the weight of the L0 term (as few heads as the task allows)")
     p.add_argument("--l0-epochs", type=float, default=1.0, help="epochs of training with the gates (default 1)")
 
     p = sub.add_parser("finetune", help="fine-tune a model on a task")
@@ -678,14 +680,18 @@ def cmd_stemcells(args) -> int:
     from headprune_core.stemcells import StemCells
     plan = _gradts_plan(args.preset, args)
     gts, bar = _gradts_runner(plan, args, f"learned pruning {plan.name}")
-    cells = StemCells(gts, l0={"target": args.target, "epochs": args.l0_epochs})
+    l0 = {"penalty": args.penalty} if args.penalty is not None else {"target": args.target}
+    cells = StemCells(gts, l0={**l0, "epochs": args.l0_epochs})
     bar.total = len(cells.configs())
     res = cells.run(on_job=gts.on_job)
     bar.close()
     n, shape = len(res["units"]), res["shape"]
     n_heads = shape[0] * shape[1]
-    print(f"learned pruning (hard-concrete gates, L0; {args.target:.0%} of {n_heads} heads removed per run, "
-          f"{args.l0_epochs:g} epoch(s) after each fine-tune) of {n} units of plan {plan.name}")
+    how = f"L0 weight {args.penalty:g}" if args.penalty is not None else \
+        f"{args.target:.0%} of {n_heads} heads removed per run"
+    print(f"learned pruning (hard-concrete gates, {how}, {args.l0_epochs:g} epoch(s) after each fine-tune) of "
+          f"{n} units of plan {plan.name}; heads kept per run: "
+          + ", ".join(f"{r['unit']} {r['kept']}" for r in res["per_task"]) + f", all together {res['multi_kept_n']}")
     print(f"heads kept by at least k of {n} tasks (random sets of the same size: expected):")
     for k in range(1, n + 1):
         print(f"  k={k}: {res['claimed'][k]:4d}   (chance {res['claimed_chance'][k]:6.1f})")

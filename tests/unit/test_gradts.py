@@ -186,6 +186,8 @@ def test_cli_gradts_then_affinity_from_the_cache(env, capsys):
     out = capsys.readouterr().out
     assert "heads kept by at least k of 3 tasks" in out and "stem cells (kept by >= 2)" in out
     assert out.count(" 6 ") >= 3  # every unit keeps 6 of 12 heads
+    assert main(["stemcells", str(path), "--cache", root, "--device", "cpu", "--penalty", "0.02"]) == 0
+    assert "L0 weight 0.02" in capsys.readouterr().out  # as few heads as the task allows: another run
     assert main(["gradts", "no-such-plan", "--cache", root]) == 2
     assert "unknown GradTS preset 'no-such-plan'; known: gradts-demo" in capsys.readouterr().err
 
