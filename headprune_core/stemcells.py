@@ -117,7 +117,7 @@ class StemCells:
         maps = self.gts.maps()
         grad = {}
         for u in units:
-            k = len(sets[u]) if top_percent is None else max(1, round(n_heads * top_percent / 100))
+            k = max(1, len(sets[u])) if top_percent is None else max(1, round(n_heads * top_percent / 100))
             grad[u] = top_sets({u: maps[u]}, top_percent=100 * k / n_heads)[u]
         grad_count = np.zeros(shape, dtype=int)
         for s in grad.values():
