@@ -122,14 +122,20 @@ def shared_heads(maps: dict[str, np.ndarray], *, top_percent: float = 10.0) -> d
             count[head] += 1
             owners.setdefault(head, []).append(name)
     names = list(maps)
-    jac = np.eye(len(names))
-    for a in range(len(names)):
-        for b in range(a + 1, len(names)):
-            sa, sb = sets[names[a]], sets[names[b]]
-            jac[a, b] = jac[b, a] = len(sa & sb) / len(sa | sb)
+    jac = jaccard_matrix([sets[n] for n in names])
     heads = sorted(((h[0], h[1], len(o), sorted(o)) for h, o in owners.items()),
                    key=lambda r: (-r[2], r[0], r[1]))
     return {"count": count, "names": names, "jaccard": jac, "heads": heads}
+
+
+def jaccard_matrix(sets: Sequence[set]) -> np.ndarray:
+    """``|A & B| / |A | B|`` of every pair of sets (two empty sets: 1), the diagonal 1."""
+    out = np.eye(len(sets))
+    for a in range(len(sets)):
+        for b in range(a + 1, len(sets)):
+            union = sets[a] | sets[b]
+            out[a, b] = out[b, a] = len(sets[a] & sets[b]) / len(union) if union else 1.0
+    return out
 
 
 def cluster_order(matrix: np.ndarray) -> list[int]:

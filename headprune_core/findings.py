@@ -480,6 +480,7 @@ class Findings:
         return card
 
     def card_f(self) -> Card:
+        from headprune_core.gradts import aux_sets
         card = Card(
             "f", "GradTS's tau ranking picks helpful auxiliary tasks",
             claim="Ma et al. 2021 (GradTS): auxiliary tasks chosen by the Kendall tau of head-gradient maps "
@@ -511,10 +512,7 @@ class Findings:
                 d = paired_bootstrap(units[other], trial)
                 if other != "single":
                     signs.append(_sign(d))
-                sets = []
-                for r in v["rows"]:
-                    if r["row"] == other and r["aux"] not in sets:
-                        sets.append(r["aux"])
+                sets = aux_sets(v["rows"], other)
                 card.rows.append({"primary": primary, "compared with": names[other],
                                   "its auxiliaries": "; ".join(", ".join(a) or "-" for a in sets),
                                   "it scores": ci_text(bootstrap_ci(units[other])),

@@ -244,11 +244,12 @@ class GradTS:
             raise ValueError(f"primary units must be among the plan's units; not found: {', '.join(missing)}")
 
     # --- configurations ------------------------------------------------------------------------------------
-    def finetune_config(self, units: tuple[str, ...] | list[str]) -> FinetuneConfig:
-        """One fine-tuning run on ``units`` (sorted: a set of units is one run, whatever chose it)."""
+    def finetune_config(self, units: tuple[str, ...] | list[str], *, keep=()) -> FinetuneConfig:
+        """One fine-tuning run on ``units`` (sorted: a set of units is one run, whatever chose it); ``keep``:
+        (unit, train rows) pairs of units trained on those rows only."""
         units = tuple(sorted(set(units)))
         langs = tuple(sorted({split_unit(u)[1] for u in units}))
-        return self.study.finetune_config(units, langs, **self.plan.train)
+        return self.study.finetune_config(units, langs, **self.plan.train, **({"keep": keep} if keep else {}))
 
     def single_config(self, unit: str) -> FinetuneConfig:
         return self.finetune_config((unit,))
@@ -257,14 +258,8 @@ class GradTS:
                      keep: dict[str, list[int]] | None = None) -> FinetuneConfig:
         """The primary trained with ``aux`` (training ``seed``: None = the plan's first; ``keep``: only these
         train rows of some auxiliary units, GradTS-fg)."""
-        ft = self.finetune_config((primary, *aux))
-        if keep:
-            units = ft.tasks
-            opts = {f: getattr(ft, f) for f in ("epochs", "lr", "head_lr", "batch_size", "max_length",
-                                                "max_train_sentences", "freeze_embeddings", "sampling")}
-            ft = self.study.finetune_config(units, ft.train_langs, **opts, seed=ft.seed,
-                                            keep=tuple(sorted((u, tuple(int(i) for i in rows))
-                                                              for u, rows in keep.items())))
+        ft = self.finetune_config((primary, *aux), keep=tuple(sorted((u, tuple(int(i) for i in rows))
+                                                                    for u, rows in (keep or {}).items())))
         seed = self.plan.train_seeds[0] if seed is None else seed
         return self.study.reseeded(ft, seed)
 
@@ -340,8 +335,8 @@ class GradTS:
 
     def train_seconds(self, primary: str, aux, *, seed: int | None = None, keep=None) -> float | None:
         """Training wall time of that run as stored in its log (None if it is not cached)."""
-        found = self.study.store.get(self.multi_config(primary, aux, seed=seed, keep=keep))
-        return None if found is None else float(found["log"]["seconds"])
+        log = self.study.store.get_part(self.multi_config(primary, aux, seed=seed, keep=keep), "log")
+        return None if log is None else float(log["seconds"])
 
     def fg(self, primary: str) -> dict:
         """GradTS-fg for ``primary``: each other unit's per-example maps against the primary's map; the
@@ -405,7 +400,7 @@ class GradTS:
         for i, (rseed, aux) in enumerate(zip(self.plan.random_seeds, draws)):
             seed = self.plan.train_seeds[i % len(self.plan.train_seeds)]
             rows.append({**self._row(primary, "random", aux, seed), "draw": int(rseed)})
-        maps = sum(sum(v.values()) for v in (self._map_seconds(u) for u in self.units))
+        maps = sum(sum(v.values()) for v in (self.map_seconds(u) for u in self.units))
         trial_runs = sum((t["train_seconds"] or 0.0) + (t["dev_seconds"] or 0.0) for t in sel["trial"]["trials"])
         selection = {"single": 0.0, "thres": maps, "trial": maps + trial_runs, "fg": maps + fg["seconds"],
                      "bandit": float(np.mean([b["seconds"] for b in bandits.values()])), "all": 0.0,
@@ -451,7 +446,7 @@ class GradTS:
     def _seconds(self, results: list[dict], start: float, maps_done: float) -> dict:
         """Wall times: of this invocation, and the stored training/scoring time of every part (also of parts
         cached by an earlier, interrupted invocation)."""
-        maps = {u: self._map_seconds(u) for u in self.units}
+        maps = {u: self.map_seconds(u) for u in self.units}
         runs: dict[str, float] = {}
         for v in results:
             for t in v["trial"]["trials"]:
@@ -464,12 +459,13 @@ class GradTS:
                 "maps": maps, "maps_total": round(sum(sum(v.values()) for v in maps.values()), 1),
                 "multitask_runs": runs, "multitask_total": round(sum(runs.values()), 1)}
 
-    def _map_seconds(self, unit: str) -> dict:
+    def map_seconds(self, unit: str) -> dict:
+        """Stored seconds of ``unit``'s map: its single-task fine-tune and its scoring (0 for what is not cached)."""
         sc = self.score_config(unit)
-        ft = self.study.store.get(sc.finetune)
-        score = self.study.store.get(sc)
-        return {"finetune": float(ft["log"]["seconds"]) if ft else 0.0,
-                "score": float(score["meta"].get("seconds", 0.0)) if score else 0.0}
+        log = self.study.store.get_part(sc.finetune, "log")  # the run's log, without loading its weights
+        meta = self.study.store.get_part(sc, "meta")
+        return {"finetune": float(log["seconds"]) if log else 0.0,
+                "score": float(meta.get("seconds", 0.0)) if meta else 0.0}
 
     def cached_result(self) -> dict | None:
         """The assembled result if it is cached (never computes)."""
@@ -526,6 +522,16 @@ def costs(rows: list[dict], selection: dict[str, float]) -> dict:
     return out
 
 
+def aux_sets(rows: list[dict], kind: str) -> list[list[str]]:
+    """The distinct auxiliary sets of one row kind, in row order (several for random draws or the bandit's
+    choices per seed; one where every seed trained the same set)."""
+    out: list[list[str]] = []
+    for r in rows:
+        if r["row"] == kind and r["aux"] not in out:
+            out.append(r["aux"])
+    return out
+
+
 def validation_table(result: dict) -> list[dict]:
     """One line per (primary, method): the test metric (mean over seeds, its 95% interval over sentences, the
     seeds' min-max), the paired change vs alone, dev, the auxiliary sets (one per seed where they differ) and
@@ -539,10 +545,7 @@ def validation_table(result: dict) -> list[dict]:
             s = v["summary"][kind]
             ci = v.get("intervals", {}).get(kind, {})
             cost = v.get("costs", {}).get(kind, {})
-            sets = []
-            for r in rows:
-                if r["aux"] not in sets:
-                    sets.append(r["aux"])
+            sets = aux_sets(v["rows"], kind)
             lines.append({"primary": v["primary"], "row": kind, "label": ROW_LABELS[kind],
                           "metric": rows[0]["metric"], "test": s["mean"], "min": s["min"], "max": s["max"],
                           "std": s["std"], "values": [r["test"] for r in rows], "seeds": [r["seed"] for r in rows],

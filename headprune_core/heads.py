@@ -209,6 +209,25 @@ def _gate_hook(mask: torch.Tensor, layer: int, kept: list[int]):
     return hook
 
 
+@contextlib.contextmanager
+def captured_io(modules: list[nn.Module]) -> Iterator[dict[int, tuple[torch.Tensor, torch.Tensor]]]:
+    """``{id(module): (input, output)}`` of each module's last forward pass run by this thread inside the block
+    (the input detached, the output as it is, for gradients). Hooks are scoped like :func:`head_gates`: other
+    threads using the same (shared) model are not captured, and the hooks are removed on exit."""
+    seen: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def hook(module, args, output):
+        seen[id(module)] = (args[0].detach(), output)
+
+    with _hook_scope() as token:
+        handles = [m.register_forward_hook(_scoped(token, hook)) for m in modules]
+        try:
+            yield seen
+        finally:
+            for h in handles:
+                h.remove()
+
+
 class _EmptyAttention(nn.Module):
     """Stands in for an attention module whose layer lost every head.
 

@@ -29,8 +29,8 @@ from tqdm.auto import tqdm
 
 from headprune_core.config import METHODS, NORMALIZATIONS, Method, Normalize  # noqa: F401 (re-exported)
 from headprune_core.device import autocast
-from headprune_core.heads import (encoder_layers, adapter_for, attention_probs, head_dim, head_gates, head_shape,
-                                  kept_heads)
+from headprune_core.heads import (adapter_for, attention_probs, captured_io, encoder_layers, head_dim, head_gates,
+                                  head_shape, kept_heads)
 
 
 LossFn = Callable[[nn.Module, dict], tuple[torch.Tensor, int]]
@@ -266,15 +266,8 @@ def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, progress: boo
     with _only_grad_for(model, [m.weight for _, m in modules]):
         for n, batch in enumerate(batches, 1):
             batch = _to_device(batch, device)
-            seen: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(module) -> (input, output)
-            handles = [m.register_forward_hook(lambda mod, args, output: seen.__setitem__(id(mod), (args[0].detach(),
-                                                                                                  output)))
-                       for _, m in modules]
-            try:
+            with captured_io([m for _, m in modules]) as seen:  # id(module) -> (input, output)
                 losses = model.example_losses(batch)  # (batch,)
-            finally:
-                for h in handles:
-                    h.remove()
             pairs = [seen[id(m)] for _, m in modules]
             grads = torch.autograd.grad(losses.sum(), [o for _, o in pairs])
             maps = torch.zeros(losses.shape[0], *shape, dtype=torch.float64)  # (batch, layers, heads)

@@ -19,7 +19,7 @@ from math import comb
 
 import numpy as np
 
-from headprune_core.affinity import top_sets
+from headprune_core.affinity import jaccard_matrix, top_sets
 from headprune_core.config import l0_pairs
 from headprune_core.study import split_unit
 
@@ -37,10 +37,6 @@ def expected_claimed(n_tasks: int, share: float, at_least: int) -> float:
 def mask_set(mask: np.ndarray) -> set[tuple[int, int]]:
     """The (layer, head) pairs a 0/1 mask keeps."""
     return {(int(a), int(b)) for a, b in zip(*np.nonzero(np.asarray(mask) > 0))}
-
-
-def jaccard(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if a | b else 1.0
 
 
 class StemCells:
@@ -98,8 +94,10 @@ class StemCells:
         """
         from headprune_core.uncertainty import bootstrap_ci, paired_bootstrap
         units = list(self.gts.units)
-        learned = {u: self.study.learned(self.single_config(u)) for u in units}
-        multi = self.study.learned(self.multi_config())
+        singles = {u: self.single_config(u) for u in units}
+        multi_ft = self.multi_config()
+        learned = {u: self.study.learned(ft) for u, ft in singles.items()}
+        multi = self.study.learned(multi_ft)
         sets = {u: mask_set(h.kept) for u, h in learned.items()}
         shape = learned[units[0]].kept.shape
         n_heads = int(np.prod(shape))
@@ -108,10 +106,7 @@ class StemCells:
         share = float(np.mean([h.kept.mean() for h in learned.values()]))
         stem = sorted(((int(a), int(b), int(count[a, b])) for a, b in zip(*np.nonzero(count >= majority))),
                       key=lambda r: (-r[2], r[0], r[1]))
-        jac = np.eye(len(units))
-        for i in range(len(units)):
-            for j in range(i + 1, len(units)):
-                jac[i, j] = jac[j, i] = jaccard(sets[units[i]], sets[units[j]])
+        jac = jaccard_matrix([sets[u] for u in units])
         multi_set = mask_set(multi.kept)
         # gradient top sets of the same size as each learned set (or top_percent of the heads)
         maps = self.gts.maps()
@@ -125,10 +120,9 @@ class StemCells:
                 grad_count[h] += 1
         per_task = []
         for u in units:
-            single, base = self.single_config(u), self.single_config(u).base()
             ev = {name: self.study.evaluation(self.eval_config(ft, u)) for name, ft in (
-                ("single", base), ("single_learned", single), ("multi", self.multi_config().base()),
-                ("multi_learned", self.multi_config()))}
+                ("single", singles[u].base()), ("single_learned", singles[u]), ("multi", multi_ft.base()),
+                ("multi_learned", multi_ft))}
             k = len(sets[u])
             per_task.append({
                 "unit": u, "kept": k, "metric": ev["single"]["metric"],
@@ -138,7 +132,7 @@ class StemCells:
                                                     [ev["multi_learned"]["units"]]),
                 "overlap_gradient": len(sets[u] & grad[u]) / max(1, len(grad[u])),
                 "overlap_chance": len(grad[u]) / n_heads,
-                "jaccard_multi": jaccard(sets[u], multi_set)})
+                "jaccard_multi": float(jaccard_matrix([sets[u], multi_set])[0, 1])})
         claimed = {m: int((count >= m).sum()) for m in range(1, len(units) + 1)}
         chance = {m: expected_claimed(len(units), share, m) * n_heads for m in range(1, len(units) + 1)}
         return {"units": units, "shape": list(shape), "l0": dict(self.l0), "majority": majority,
@@ -153,7 +147,8 @@ class StemCells:
 def _overlap(a: np.ndarray, b: np.ndarray) -> dict:
     """How many heads two boolean maps share, with Jaccard."""
     sa, sb = mask_set(a), mask_set(b)
-    return {"learned": len(sa), "gradient": len(sb), "both": len(sa & sb), "jaccard": jaccard(sa, sb)}
+    return {"learned": len(sa), "gradient": len(sb), "both": len(sa & sb),
+            "jaccard": float(jaccard_matrix([sa, sb])[0, 1])}
 
 
 def _describe(cfg) -> str:

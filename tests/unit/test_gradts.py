@@ -125,7 +125,7 @@ def test_thres_and_trial_select_through_real_multitask_runs(env):
     # every method has its interval and its cost; GradTS's selections pay for the single-task maps
     assert set(v["intervals"]) == set(v["costs"]) == set(kinds)
     assert v["intervals"]["single"]["vs_alone"] is None and v["intervals"]["trial"]["vs_alone"] is not None
-    maps = sum(sum(gts._map_seconds(u).values()) for u in units)
+    maps = sum(sum(gts.map_seconds(u).values()) for u in units)
     assert v["costs"]["thres"]["selection"] == pytest.approx(maps, abs=0.2)
     assert v["costs"]["trial"]["selection"] > v["costs"]["thres"]["selection"]
     assert v["costs"]["single"]["selection"] == 0 and v["costs"]["all"]["train"] > 0

@@ -131,3 +131,19 @@ def test_spearman_chance_band_holds_95_percent_of_random_rankings(n, tol):
     assert spearman_chance_band(n, level=0.99) > band
     with pytest.raises(ValueError, match="at least 4 ranked items"):
         spearman_chance_band(3)
+
+
+def test_per_example_kv_maps_equal_kv_grad_on_each_example_alone():
+    """GradTS-fg's batched per-example maps: one backward per batch gives each example's own kv_grad map."""
+    from headprune_core.importance import instance_kv_maps
+    from headprune_core.train import batches
+    from tests.unit.test_train import _sentence_rows, _token_rows
+    for kind, rows, labels in (("token", _token_rows(10), ("A", "B", "C")), ("sentence", _sentence_rows(10), ("n", "p"))):
+        torch.manual_seed(0)
+        model = HeadedEncoder(tiny_encoder("bert"), {"t": TaskHead(kind, labels)}, dropout=0.0)
+        maps = instance_kv_maps(model, batches(rows, batch_size=4, pad_id=0, shuffle=True))
+        alone = [score_heads(model, [b], method="kv_grad").raw
+                 for b in batches(rows, batch_size=1, pad_id=0, shuffle=True)]  # the same order (same seed)
+        assert maps.shape == (10, 2, 4) and np.allclose(maps, np.stack(alone), rtol=1e-5, atol=1e-9), kind
+        assert len({m.tobytes() for m in maps}) == 10  # examples differ
+    assert not any(m._forward_hooks for m in model.modules())  # no hook left on the model
