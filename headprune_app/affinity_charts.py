@@ -83,8 +83,8 @@ def _aux_text(line: dict) -> str:
 
 def validation_chart(table: Sequence[dict]) -> go.Figure:
     """Quality against cost, one panel per primary: each method's test metric (mean over training seeds, whisker
-    = 95% bootstrap interval over test sentences) against its wall time (choosing the auxiliaries + training the
-    final model; whisker = the seeds' training min-max). ``table`` is
+    = 95% bootstrap interval over training seeds and test sentences) against its wall time (choosing the
+    auxiliaries + training the final model; whisker = the seeds' training min-max). ``table`` is
     :func:`headprune_core.gradts.validation_table`."""
     primaries = list(dict.fromkeys(line["primary"] for line in table))
     fig = make_subplots(rows=1, cols=max(1, len(primaries)), subplot_titles=primaries, shared_yaxes=False,

@@ -358,7 +358,9 @@ class GradTSConfig(RunConfig):
     """
 
     kind: ClassVar[str] = "gradts"
-    version: ClassVar[int] = 2  # 2: fg, the bandit, training seeds, costs and intervals; trial uncapped by default
+    # 2: fg, the bandit, training seeds, costs and intervals; trial uncapped by default
+    # 3: intervals resample training seeds as well as test sentences
+    version: ClassVar[int] = 3
     model: str = dataclasses.field(metadata=DESCRIBES)
     units: tuple[str, ...]
     primaries: tuple[str, ...]

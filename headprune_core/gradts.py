@@ -494,14 +494,17 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def intervals(rows: list[dict]) -> dict:
-    """Per row kind: the test metric's bootstrap interval over sentences with its seeds averaged, and the
-    paired difference from the primary alone (same test sentences, same resamples)."""
+    """Per row kind: the test metric's interval from a two-level bootstrap (training seeds drawn with
+    replacement, then test sentences), and the difference from the primary alone (the same sentence resamples
+    for both; each side's seeds drawn independently). An interval over sentences only would miss the variation
+    between training runs, which on 100 test sentences is as large as the effects compared."""
     from headprune_core.uncertainty import bootstrap_ci, paired_bootstrap
     runs = {kind: [r["test_units"] for r in rows if r["row"] == kind] for kind in ROWS}
     out = {}
     for kind, units in runs.items():
         if units:
-            out[kind] = {"ci": bootstrap_ci(units), "vs_alone": paired_bootstrap(runs["single"], units)
+            out[kind] = {"ci": bootstrap_ci(units, resample_seeds=True),
+                         "vs_alone": paired_bootstrap(runs["single"], units, resample_seeds=True)
                          if kind != "single" and runs["single"] else None}
     return out
 

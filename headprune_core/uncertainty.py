@@ -84,18 +84,29 @@ def resamples(n: int, *, n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
 
 
-def _boot_scores(runs: Sequence[Units], idx: np.ndarray) -> np.ndarray:
-    """Per resample, the metric averaged over ``runs`` (seeds) on the same sentences: shape (n_boot,)."""
+def _boot_scores(runs: Sequence[Units], idx: np.ndarray, run_idx: np.ndarray | None = None) -> np.ndarray:
+    """Per resample, the metric averaged over ``runs`` (seeds) on the same sentences: shape (n_boot,). With
+    ``run_idx`` ((n_boot, len(runs)) run indices drawn with replacement), each resample averages its own draw of
+    runs instead of every run once (a two-level bootstrap: training seeds and sentences)."""
     n_boot, n = idx.shape
     # how often each resample draws each sentence: (n_boot, n)
     counts = np.bincount((idx + n * np.arange(n_boot)[:, None]).ravel(), minlength=n_boot * n).reshape(n_boot, n)
-    out = np.zeros(n_boot)
-    for units in runs:
+    scores = np.zeros((len(runs), n_boot))
+    for i, units in enumerate(runs):
         kind, arr = _arrays(units)  # (n_stats, n)
         if arr.shape[1] != n:
             raise ValueError(f"runs to average are on different sentences ({arr.shape[1]} vs {n})")
-        out += _metric(kind, arr @ counts.T)  # counts summed over each resample's sentences: (n_stats, n_boot)
-    return out / len(runs)
+        scores[i] = _metric(kind, arr @ counts.T)  # counts summed over each resample's sentences: (n_stats, n_boot)
+    if run_idx is None:
+        return scores.mean(axis=0)
+    return scores[run_idx, np.arange(n_boot)[:, None]].mean(axis=1)
+
+
+def _run_draws(n_runs: int, n_boot: int, seed: int) -> np.ndarray | None:
+    """(n_boot, n_runs) run indices drawn with replacement (None for a single run: nothing to resample)."""
+    if n_runs < 2:
+        return None
+    return np.random.default_rng([seed, n_runs, 7]).integers(0, n_runs, size=(n_boot, n_runs))
 
 
 def _as_runs(x) -> list[Units]:
@@ -110,23 +121,29 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def bootstrap_ci(runs, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0) -> dict:
+def bootstrap_ci(runs, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0,
+                 resample_seeds: bool = False) -> dict:
     """The metric (mean over ``runs``: one result's units, or one per training seed on the same sentences) and
-    its ``level`` percentile interval from ``n_boot`` resamples of sentences.
+    its ``level`` percentile interval from ``n_boot`` resamples of sentences (and, with ``resample_seeds``, of
+    the runs too: then the interval also holds the variation between training seeds).
 
     Returns ``{"score", "low", "high", "n", "seeds", "spread"}``; ``spread`` is the seeds' (min, max) score.
     """
     runs = _as_runs(runs)
     n = n_sentences(runs[0])
     per_seed = [metric_of(u) for u in runs]
-    low, high = _interval(_boot_scores(runs, resamples(n, n_boot=n_boot, seed=seed)), level)
+    draws = _run_draws(len(runs), n_boot, seed) if resample_seeds else None
+    low, high = _interval(_boot_scores(runs, resamples(n, n_boot=n_boot, seed=seed), draws), level)
     return {"score": float(np.mean(per_seed)), "low": low, "high": high, "n": n, "seeds": len(runs),
             "spread": [min(per_seed), max(per_seed)], "per_seed": per_seed}
 
 
-def paired_bootstrap(a, b, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0) -> dict:
+def paired_bootstrap(a, b, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0,
+                     resample_seeds: bool = False) -> dict:
     """Difference ``b - a`` of two results on the same sentences (each one result or several seeds), with its
-    paired-bootstrap interval: both are scored on the same resamples.
+    paired-bootstrap interval: both are scored on the same resamples of sentences. With ``resample_seeds``
+    each side's runs are also drawn with replacement, independently (training seeds are not paired), so the
+    interval holds the variation between training runs as well.
 
     ``distinguishable`` is True when the interval excludes 0; ``p`` is the two-sided share of resamples on the
     other side of 0 (a bootstrap p-value, at least 1/n_boot).
@@ -136,7 +153,9 @@ def paired_bootstrap(a, b, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: 
     if n_sentences(rb[0]) != n:
         raise ValueError(f"a paired comparison needs the same sentences; got {n} and {n_sentences(rb[0])}")
     idx = resamples(n, n_boot=n_boot, seed=seed)
-    diffs = _boot_scores(rb, idx) - _boot_scores(ra, idx)
+    da, db = (_run_draws(len(ra), n_boot, seed), _run_draws(len(rb), n_boot, seed + 1)) if resample_seeds \
+        else (None, None)
+    diffs = _boot_scores(rb, idx, db) - _boot_scores(ra, idx, da)
     diff = float(np.mean([metric_of(u) for u in rb]) - np.mean([metric_of(u) for u in ra]))
     return _diff_result(diff, diffs, n, level, n_boot)
 

@@ -92,6 +92,29 @@ def test_seeds_are_averaged_on_the_same_resamples():
     assert resamples(5, n_boot=3, seed=4).shape == (3, 5)
 
 
+def test_resampling_seeds_widens_intervals_by_the_spread_between_training_runs():
+    """Two methods whose runs differ only by run-to-run noise: on many sentences the sentence-only paired
+    interval calls the gap real, the two-level one (seeds resampled too) does not; one run is unchanged."""
+    rng = np.random.default_rng(5)
+    n = 1000
+    total = np.full(n, 10)
+    def run(p):
+        return {"correct": list(rng.binomial(total, p)), "total": list(total)}
+    a = [run(p) for p in (0.70, 0.80, 0.72)]  # alone: three seeds that differ by up to 10 points
+    b = [run(p) for p in (0.79, 0.71, 0.80)]  # the method: the same spread, a mean 2.7 points higher
+    plain, both = paired_bootstrap(a, b), paired_bootstrap(a, b, resample_seeds=True)
+    assert plain["diff"] == both["diff"]
+    assert plain["distinguishable"] and plain["high"] - plain["low"] < 2.0
+    assert not both["distinguishable"] and both["high"] - both["low"] > 5.0
+    ca, cb = bootstrap_ci(a), bootstrap_ci(a, resample_seeds=True)
+    assert ca["score"] == cb["score"] and (cb["high"] - cb["low"]) > 5 * (ca["high"] - ca["low"])
+    assert bootstrap_ci(a, resample_seeds=True) == cb  # reproducible
+    one = run(0.75)
+    assert bootstrap_ci(one, resample_seeds=True) == bootstrap_ci(one)
+    same = [run(0.75)] * 3  # identical runs: nothing between seeds to add
+    assert bootstrap_ci(same, resample_seeds=True)["low"] == pytest.approx(bootstrap_ci(same)["low"])
+
+
 def test_curve_means_pair_every_point_on_the_same_resamples():
     from headprune_core.uncertainty import curve_mean_ci, paired_curves
     rng = np.random.default_rng(5)
