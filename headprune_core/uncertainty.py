@@ -142,8 +142,9 @@ def paired_bootstrap(a, b, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: 
                      resample_seeds: bool = False) -> dict:
     """Difference ``b - a`` of two results on the same sentences (each one result or several seeds), with its
     paired-bootstrap interval: both are scored on the same resamples of sentences. With ``resample_seeds``
-    each side's runs are also drawn with replacement, independently (training seeds are not paired), so the
-    interval holds the variation between training runs as well.
+    the runs are also drawn with replacement, so the interval holds the variation between training runs as
+    well; runs at the same position are paired (the same training seed: one draw serves both sides) when both
+    sides have as many, else each side is drawn on its own.
 
     ``distinguishable`` is True when the interval excludes 0; ``p`` is the two-sided share of resamples on the
     other side of 0 (a bootstrap p-value, at least 1/n_boot).
@@ -153,8 +154,10 @@ def paired_bootstrap(a, b, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: 
     if n_sentences(rb[0]) != n:
         raise ValueError(f"a paired comparison needs the same sentences; got {n} and {n_sentences(rb[0])}")
     idx = resamples(n, n_boot=n_boot, seed=seed)
-    da, db = (_run_draws(len(ra), n_boot, seed), _run_draws(len(rb), n_boot, seed + 1)) if resample_seeds \
-        else (None, None)
+    da = db = None
+    if resample_seeds:
+        da = _run_draws(len(ra), n_boot, seed)
+        db = da if len(rb) == len(ra) else _run_draws(len(rb), n_boot, seed + 1)
     diffs = _boot_scores(rb, idx, db) - _boot_scores(ra, idx, da)
     diff = float(np.mean([metric_of(u) for u in rb]) - np.mean([metric_of(u) for u in ra]))
     return _diff_result(diff, diffs, n, level, n_boot)

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh machine to the dashboard: install, prepare the embedded default (model + corpora),
-# compute the demo study and the task affinity maps of the GradTS demo's 8 units (17 minutes from a fresh clone in
-# the last measurement, on 2 shared CPU cores running 1.34x slower than in the one before; seconds when cached),
-# start the app.
+# compute the demo study and the task affinity maps of the GradTS demo's 8 units (1029 s from a fresh clone in
+# the last measurement on 2 shared CPU cores, 963 s in the one before; seconds when cached), start the app.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh

@@ -119,8 +119,8 @@ st.caption("Each primary trained alone, with the GradTS-thres selection (tau > "
            "auxiliary units and the change vs alone." + (f" {plan.note}" if plan.note else ""))
 frame = AC.validation_frame(table)
 st.dataframe(frame, hide_index=True)
-st.caption("vs alone: bootstrap difference from the primary trained alone (same test sentence resamples, each "
-           "side's training seeds resampled), * = distinguishable from 0. Costs in wall seconds, measured when "
+st.caption("vs alone: bootstrap difference from the primary trained alone (the same resamples of test sentences "
+           "and of training seeds for both), * = distinguishable from 0. Costs in wall seconds, measured when "
            "computed.")
 st.download_button("Download the validation table (CSV)", frame.to_csv(index=False).encode(),
                    file_name=safe_filename(f"gradts_{plan.name}_{method}.csv"), mime="text/csv", key="gradts_csv")
@@ -144,8 +144,8 @@ with st.expander("Bandit (AUTOSEM stage 1): posterior utility of each unit"):
     st.caption("Posterior mean of each arm (the probability that training it lowers the primary's dev loss) "
                "per training seed, and how many rounds chose it; units above the keep level are selected.")
 s = result["seconds"]
-st.caption(f"Wall time when computed: {s['wall'] / 60:.1f} min ({s['wall_maps'] / 60:.1f} min for the "
-           f"{len(result['units'])} head maps, {s['wall_multitask'] / 60:.1f} min for everything after), CPU "
-           f"time {s.get('cpu', 0) / 60:.1f} min. Stored training + scoring time of the maps "
-           f"{s['maps_total']:.0f} s; multi-task training {s['multitask_total']:.0f} s over "
-           f"{len(s['multitask_runs'])} runs.")
+st.caption(f"Stored time of the parts: training + scoring of the maps {s['maps_total']:.0f} s; multi-task "
+           f"training {s['multitask_total']:.0f} s over {len(s['multitask_runs'])} runs. This result was assembled "
+           f"in {s['wall'] / 60:.1f} min of wall time ({s['wall_maps'] / 60:.1f} min for the "
+           f"{len(result['units'])} head maps, {s['wall_multitask'] / 60:.1f} min for everything after; parts "
+           f"cached by earlier runs take no time here), CPU time {s.get('cpu', 0) / 60:.1f} min.")

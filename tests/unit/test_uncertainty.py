@@ -109,6 +109,8 @@ def test_resampling_seeds_widens_intervals_by_the_spread_between_training_runs()
     ca, cb = bootstrap_ci(a), bootstrap_ci(a, resample_seeds=True)
     assert ca["score"] == cb["score"] and (cb["high"] - cb["low"]) > 5 * (ca["high"] - ca["low"])
     assert bootstrap_ci(a, resample_seeds=True) == cb  # reproducible
+    same_models = paired_bootstrap(a, a, resample_seeds=True)  # a method that trained the same models
+    assert same_models["diff"] == same_models["low"] == same_models["high"] == 0
     one = run(0.75)
     assert bootstrap_ci(one, resample_seeds=True) == bootstrap_ci(one)
     same = [run(0.75)] * 3  # identical runs: nothing between seeds to add
