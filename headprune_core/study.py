@@ -905,9 +905,10 @@ PRESETS: dict[str, StudyPlan] = {
         train={"max_train_sentences": 300, "epochs": 2.0, "batch_size": 8, "lr": 2e-4, "head_lr": 5e-3},
         score_sentences=200,
         eval_sentences=200,
-        # curves every 12 heads in English, every 72 in the 7 target languages, random order 1 draw: with the
-        # task affinity maps of the GradTS demo's 8 units (maps only) start.sh's jobs take about 12 minutes on 2
-        # cores (963 s from a fresh clone with every 36 heads and 2 draws); the Prune page adds points and draws
+        # curves every 12 heads in English, every 72 in the 7 target languages, random order 1 draw, plus the
+        # task affinity maps of the GradTS demo's 8 units (maps only): 72 jobs, 811 s on 2 cores in the last cold
+        # start (1029 s from a fresh clone; 963 s with every 36 heads and 2 draws on faster cores); the Prune page
+        # adds points and draws
         curve_step=12,
         target_curve_step=72,
         random_seeds=(0,),
@@ -939,7 +940,7 @@ PRESETS["findings"] = replace(
         {"tasks": ["pos"], "strategy": "random", "shares": [0.25, 0.5, 0.75], "train": FINDINGS_RETRAIN},
     ),
     gradts=("gradts-findings",),
-    # the Findings cards read target-language curves at 36-head steps and random curves over 2 draws
+    # the curves the Findings preset was measured with (README): target languages every 36 heads, 2 random draws
     target_curve_step=36,
     random_seeds=(0, 1),
 )
