@@ -229,7 +229,7 @@ def offer_compute(st_: Study, items: Sequence[Item], *, key: str, note: str = ""
     lines = [f"- {what}: **{s}**" + (" (unreadable files; it will be recomputed)" if s == "corrupt" else "")
              for what, _, s in todo]
     st.warning(f"{len(todo)} result(s) needed here are not in the cache{': ' + note if note else ''}\n\n"
-               + "\n".join(lines))
+               + "\n".join(lines) + background_note())
     if st.button(f"Compute {len(todo)} missing result(s)", key=f"compute:{key}", type="primary"):
         if run_jobs(st_, jobs_for(st_, [cfg for _, cfg, _ in todo], names=[w for w, _, _ in todo]),
                     title="Computing"):
@@ -389,6 +389,35 @@ def sweeps() -> list[dict]:
     """Progress records of the sweeps that ran on this cache folder (newest first)."""
     from headprune_core.sweep import list_sweeps
     return list_sweeps()
+
+
+def running_sweeps() -> list[tuple[dict, dict]]:
+    """(record, summary) of the sweeps running on this cache folder now (a driver that died is not running)."""
+    from headprune_core.sweep import progress_summary
+    out = []
+    for rec in sweeps():
+        summary = progress_summary(rec)
+        if summary["state"] == "running":
+            out.append((rec, summary))
+    return out
+
+
+def sweep_line(rec: dict, summary: dict) -> str:
+    """One line on a running sweep: its jobs finished, what runs now, the time left at its pace."""
+    left = f", about {max(1, round(summary['eta'] / 60))} min left at this pace" if summary["eta"] else ""
+    now = "; now: " + ", ".join(m["what"] for m in rec.get("running_now", [])) if rec.get("running_now") else ""
+    return (f"Sweep **{rec['name']}** is computing in the background: {summary['finished']} of "
+            f"{summary['total']} jobs finished{left}{now}.")
+
+
+def background_note() -> str:
+    """A sentence for "missing" panels while a sweep runs on this cache (its results may be among them)."""
+    live = running_sweeps()
+    if not live:
+        return ""
+    names = ", ".join(f"'{rec['name']}' ({s['finished']} of {s['total']} jobs)" for rec, s in live)
+    return (f"\n\nSweep {names} is computing in the background on this cache: what it computes shows here when "
+            "it lands (reload the page); progress on the Overview and Runs pages.")
 
 
 # --- page-level reads ------------------------------------------------------------------------------------------

@@ -191,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 "(README: Sweeps)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the jobs, what is cached and an estimated time from measured job times; run nothing")
+    p.add_argument("--running", action="store_true",
+                   help="run nothing: exit 0 if a sweep of this name runs on this cache now (its progress and log "
+                        "are in cache/sweeps/NAME/), 1 if none does")
     p.add_argument("--address", default=None,
                    help="an existing Ray cluster (e.g. HOST:6379 from 'ray start --head'); default: a local cluster "
                         "started for this run")
@@ -600,6 +603,15 @@ def cmd_sweep(args) -> int:
 
     from headprune_core.sweep import SweepSpec, build_graph, dry_run, format_dry_run, run_sweep
     spec = SweepSpec.from_file(args.spec)
+    if args.running:
+        from headprune_core.sweep import list_sweeps, progress_summary
+        for rec in list_sweeps():
+            s = progress_summary(rec)
+            if rec.get("name") == spec.name and s["state"] == "running":
+                print(f"sweep {spec.name} runs: {s['finished']} of {s['total']} jobs finished")
+                return 0
+        print(f"no sweep {spec.name} runs on this cache")
+        return 1
     graph = build_graph(spec, device=args.device)
     if args.dry_run:
         print(format_dry_run(dry_run(graph, cpus=args.cpus)))

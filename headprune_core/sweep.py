@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 JOB_KINDS = ("finetune", "score", "eval", "curve", "refinetune", "gradts")
 RESOURCE_NAMES = ("num_cpus", "num_gpus")
-SPEC_FIELDS = ("name", "description", "preset", "models", "data", "seeds", "resources")
+SPEC_FIELDS = ("name", "description", "preset", "models", "data", "seeds", "resources", "kinds")
 """A spec's own fields; every other field is a study-plan field (see StudyPlan) shared by every grid point."""
 
 
@@ -63,6 +63,9 @@ class SweepSpec:
     seeds: tuple[int, ...] = ()
     resources: dict = field(default_factory=dict)
     description: str = ""
+    # the plans' jobs of these kinds (and what they read) form the sweep; default every kind. The demo's cold
+    # start runs its fine-tunes, scores and evaluations first and its curves behind the dashboard.
+    kinds: tuple[str, ...] = JOB_KINDS
 
     @classmethod
     def from_dict(cls, data, *, where: str = "sweep spec", base: Path | None = None) -> "SweepSpec":
@@ -108,8 +111,15 @@ class SweepSpec:
         if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
             raise ValueError(f"{where}: seeds must be a list of whole numbers, got {seeds!r}")
         resources = _check_resources(data.get("resources", {}), where)
+        kinds = data.get("kinds", list(JOB_KINDS))
+        if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) for k in kinds):
+            raise ValueError(f"{where}: kinds must be a non-empty list of job kinds, got {kinds!r}")
+        for kind in kinds:
+            if kind not in JOB_KINDS:
+                raise ValueError(f"{where}: unknown job kind {kind!r} in kinds; known: {', '.join(JOB_KINDS)}")
         spec = cls(name=name, plan=plan, models=tuple(models), data=tuple(parsed), seeds=tuple(seeds),
-                   resources=resources, description=str(data.get("description", "")))
+                   resources=resources, description=str(data.get("description", "")),
+                   kinds=tuple(k for k in JOB_KINDS if k in kinds))
         spec.plans(where=where)  # every grid point is a valid plan
         return spec
 
@@ -120,7 +130,8 @@ class SweepSpec:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "description": self.description, **self.plan, "models": list(self.models),
-                "data": list(self.data), "seeds": list(self.seeds), "resources": self.resources}
+                "data": list(self.data), "seeds": list(self.seeds), "resources": self.resources,
+                "kinds": list(self.kinds)}
 
     def points(self) -> list[tuple[str, dict, int | None]]:
         """The grid: (model, data sources, seed or None) in spec order."""
@@ -233,7 +244,8 @@ class SweepGraph:
         self.suffixes = [f" [{spec.label(i)}]" if len(self.plans) > 1 else "" for i in range(len(self.plans))]
         for i, (plan, study) in enumerate(zip(self.plans, self.studies)):
             for job in plan_jobs(study, plan):
-                self.add(job.what + self.suffixes[i], job.cfg, i)
+                if job.cfg.kind in spec.kinds:  # what it reads is added whatever its kind
+                    self.add(job.what + self.suffixes[i], job.cfg, i)
         self.refresh()
 
     def add(self, what: str, cfg: RunConfig, plan: int) -> str:

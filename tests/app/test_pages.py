@@ -240,6 +240,43 @@ def test_runs_page_shows_sweep_progress(fixture_cache, cache_copy, monkeypatch):
     assert errors and "RuntimeError: CUDA out of memory" in set(errors[0]["error"])
 
 
+def test_a_background_sweep_shows_on_the_overview_and_where_results_are_missing(fixture_cache, cache_copy,
+                                                                                monkeypatch):
+    """start.sh opens the app while the demo sweep computes the curves: the Overview shows that sweep's progress
+    and what runs now; a page missing one of its results says the sweep may bring it."""
+    from headprune_core.sweep import Progress, SweepSpec, build_graph
+    plan = fixture_cache["plan"].to_dict()
+    fields = {k: v for k, v in plan.items() if k not in ("name", "description", "model", "sources")}
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(cache_copy))
+    store = Store(cache_copy / "runs")
+    graph = build_graph(SweepSpec.from_dict({"name": "demo", "models": [plan["model"]], **fields}), store=store)
+    curves = [n for n in graph.nodes.values() if n.cfg.kind == "curve"]
+    for node in curves:
+        assert store.delete(node.cfg)
+    graph.refresh()
+    curves[0].state = "running"
+    progress = Progress(graph, "r1")
+    progress.write(force=True)  # state running; its driver is this (live) process
+    marker = {"what": curves[0].what, "host": "here", "attempt": 1, "started": 0, "run": "r1"}
+    (progress.folder / "running" / "m.json").write_text(json.dumps(marker))
+    n, todo = len(graph.nodes), len(curves)
+
+    at = make_app(cache_copy, monkeypatch)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    bars = [e.proto.text for e in at.get("progress")]
+    assert f"Sweep **demo** is computing in the background: {n - todo} of {n} jobs finished; now: " \
+           f"{curves[0].what}." in bars, bars
+    run_page(at, "prune")
+    warnings = [w.value for w in at.warning if "not in the cache" in w.value]
+    assert warnings and all(f"Sweep 'demo' ({n - todo} of {n} jobs) is computing in the background" in w
+                            for w in warnings), warnings
+    progress.state = "done"
+    progress.write(force=True)
+    run_page(at, "home")
+    assert not [e for e in at.get("progress") if "in the background" in e.proto.text]
+
+
 @pytest.mark.slow  # about 3 minutes: the click retrains the tiny model 24 times and runs a GradTS check
 def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, monkeypatch):
     """After set-up the Findings page says what is missing with an estimate; one click computes the plan's

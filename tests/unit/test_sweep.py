@@ -50,6 +50,9 @@ def _spec(model: str, **over) -> dict:
     ({"name": "s", "refinetune": [{"train": {"lr": -1}}]}, "epochs, lr and head_lr must be positive"),
     ({"name": "s", "refinetune": [{"train": {"pruned": []}}]}, "train options ['pruned'] are not fine-tuning"),
     ({"name": "s", "refinetune": "yes"}, "refinetune must be a list of objects"),
+    ({"name": "s", "kinds": []}, "kinds must be a non-empty list of job kinds"),
+    ({"name": "s", "kinds": "curve"}, "kinds must be a non-empty list of job kinds"),
+    ({"name": "s", "kinds": ["curves"]}, "unknown job kind 'curves' in kinds; known: finetune, score, eval, curve"),
 ])
 def test_bad_specs_fail_before_any_work(data, message):
     with pytest.raises(ValueError) as err:
@@ -108,6 +111,55 @@ def test_graph_is_the_studies_jobs_deduplicated_in_dependency_order(tiny_cache, 
     assert graph.counts()["todo"] == len(graph.nodes)
     ready = graph.ready()
     assert [n.cfg.kind for n in ready] == ["finetune", "finetune"]  # nothing else can start before them
+
+
+def test_kinds_keep_those_jobs_and_what_they_read(tiny_cache, tmp_path, monkeypatch):
+    """A spec restricted to some job kinds is a part of the full sweep with the same keys (what start.sh runs
+    before the dashboard, then the rest behind it); a kind's inputs are in it whatever their kind."""
+    root, model = tiny_cache
+    store = _cache(root, tmp_path / "cache", monkeypatch)
+    full = build_graph(SweepSpec.from_dict(_spec(model)), store=store)
+    first = build_graph(SweepSpec.from_dict(_spec(model, kinds=["eval", "finetune", "score"])), store=store)
+    assert first.spec.kinds == ("finetune", "score", "eval")
+    assert {n.cfg.kind for n in full.nodes.values()} == {"finetune", "score", "eval", "curve"}
+    assert list(first.nodes) == [nid for nid, n in full.nodes.items() if n.cfg.kind != "curve"]
+    curves = build_graph(SweepSpec.from_dict(_spec(model, kinds=["curve"])), store=store)
+    read = {d for n in full.nodes.values() if n.cfg.kind == "curve" for d in n.deps}
+    assert set(curves.nodes) == {n for n, node in full.nodes.items() if node.cfg.kind == "curve"} | read
+    assert {full.nodes[d].cfg.kind for d in read} == {"finetune", "score"}  # not the target languages' scores
+    assert len(read) < sum(n.cfg.kind in ("finetune", "score") for n in full.nodes.values())
+    # the first part computed, the full sweep has only the curves left
+    while ready := first.ready():
+        for node in ready:
+            run_job({"kind": node.cfg.kind, "key": node.cfg.key(), "config": node.cfg.to_dict(),
+                     "what": node.what, "plan": {"model": model, "sources": {}, "finetuned": False},
+                     "cache": str(store.root.parent), "device": "cpu", "run": "r", "markers": str(tmp_path / "m")})
+            node.state = "done"
+    rest = build_graph(SweepSpec.from_dict(_spec(model)), store=store)
+    assert {n.cfg.kind for n in rest.nodes.values() if n.state == "todo"} == {"curve"}
+    assert rest.counts()["cached"] == len(first.nodes)
+
+
+def test_running_says_whether_a_sweep_of_that_name_runs(tiny_cache, tmp_path, monkeypatch, capsys):
+    """``sweep SPEC --running`` (start.sh asks it before starting the demo sweep in the background): 0 while a
+    live driver's record says running, 1 when none or when its driver is gone."""
+    root, model = tiny_cache
+    store = _cache(root, tmp_path / "cache", monkeypatch)
+    spec_file = tmp_path / "t.json"
+    spec_file.write_text(json.dumps(_spec(model)))
+    assert main(["sweep", str(spec_file), "--running"]) == 1
+    progress = Progress(build_graph(SweepSpec.from_file(spec_file), store=store), "run1")
+    progress.write(force=True)  # state running, driver: this process
+    assert main(["sweep", str(spec_file), "--running"]) == 0
+    assert "sweep t runs: 0 of " in capsys.readouterr().out
+    rec_file = progress.folder / "progress.json"
+    rec = json.loads(rec_file.read_text())
+    rec["driver"]["pid"] = 2**22 + 12345  # no such process: a driver killed without saying so
+    rec_file.write_text(json.dumps(rec))
+    assert main(["sweep", str(spec_file), "--running"]) == 1
+    progress.state = "done"
+    progress.write(force=True)
+    assert main(["sweep", str(spec_file), "--running"]) == 1
 
 
 def _cache(root: Path, folder: Path, monkeypatch) -> Store:
