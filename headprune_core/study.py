@@ -906,9 +906,9 @@ PRESETS: dict[str, StudyPlan] = {
         score_sentences=200,
         eval_sentences=200,
         # curves every 12 heads in English, every 72 in the 7 target languages, random order 1 draw, plus the
-        # task affinity maps of the GradTS demo's 8 units (maps only): 72 jobs, 811 s on 2 cores in the last cold
-        # start (1029 s from a fresh clone; 963 s with every 36 heads and 2 draws on faster cores); the Prune page
-        # adds points and draws
+        # task affinity maps of the GradTS demo's 8 units (maps only): 72 jobs. start.sh runs the 50 that are not
+        # curves before the dashboard (414 s on 2 cores, 557 s from a fresh clone) and the 22 curves behind it
+        # (257 s); the Prune page adds points and draws
         curve_step=12,
         target_curve_step=72,
         random_seeds=(0,),
