@@ -393,13 +393,8 @@ def sweeps() -> list[dict]:
 
 def running_sweeps() -> list[tuple[dict, dict]]:
     """(record, summary) of the sweeps running on this cache folder now (a driver that died is not running)."""
-    from headprune_core.sweep import progress_summary
-    out = []
-    for rec in sweeps():
-        summary = progress_summary(rec)
-        if summary["state"] == "running":
-            out.append((rec, summary))
-    return out
+    from headprune_core.sweep import running_sweeps
+    return running_sweeps()
 
 
 def sweep_line(rec: dict, summary: dict) -> str:

@@ -604,10 +604,9 @@ def cmd_sweep(args) -> int:
     from headprune_core.sweep import SweepSpec, build_graph, dry_run, format_dry_run, run_sweep
     spec = SweepSpec.from_file(args.spec)
     if args.running:
-        from headprune_core.sweep import list_sweeps, progress_summary
-        for rec in list_sweeps():
-            s = progress_summary(rec)
-            if rec.get("name") == spec.name and s["state"] == "running":
+        from headprune_core.sweep import running_sweeps
+        for rec, s in running_sweeps():
+            if rec.get("name") == spec.name:
                 print(f"sweep {spec.name} runs: {s['finished']} of {s['total']} jobs finished")
                 return 0
         print(f"no sweep {spec.name} runs on this cache")

@@ -491,8 +491,8 @@ class Findings:
                  "sets of the same size and the bandit's (AUTOSEM stage 1) choice (bootstrap over training seeds "
                  "and random sets, then test sentences, as on the Task affinity page). Reproduced when trial is "
                  "at least as good as all, random and the bandit and distinguishably better than one of them; "
-                 "not reproduced when it is "
-                 "distinguishably worse than any; otherwise inconclusive. Costs are wall seconds on this machine.",
+                 "not reproduced when it is distinguishably worse than any; otherwise inconclusive. Costs are "
+                 "wall seconds on this machine.",
             protocol="")
         job, found = self._gradts()
         if found is None:

@@ -496,8 +496,9 @@ def summarise(rows: list[dict]) -> dict:
 def intervals(rows: list[dict]) -> dict:
     """Per row kind: the test metric's interval from a two-level bootstrap (training seeds drawn with
     replacement, then test sentences), and the difference from the primary alone (the same sentence resamples
-    and the same draws of training seeds for both: rows list their runs in training-seed order). An interval over sentences only would miss the variation
-    between training runs, which on 100 test sentences is as large as the effects compared."""
+    and the same draws of training seeds for both: rows list their runs in training-seed order). An interval
+    over sentences only would miss the variation between training runs, which on 100 test sentences is as large
+    as the effects compared."""
     from headprune_core.uncertainty import bootstrap_ci, paired_bootstrap
     runs = {kind: [r["test_units"] for r in rows if r["row"] == kind] for kind in ROWS}
     out = {}

@@ -614,6 +614,12 @@ def progress_summary(rec: dict, *, now: float | None = None) -> dict:
             "elapsed": elapsed, "eta": eta}
 
 
+def running_sweeps(cache: Path | None = None) -> list[tuple[dict, dict]]:
+    """(record, :func:`progress_summary`) of each sweep running on this cache now (one whose driver died is
+    not running)."""
+    return [(rec, s) for rec in list_sweeps(cache) if (s := progress_summary(rec))["state"] == "running"]
+
+
 def _markers(folder: Path, run: str | None) -> list[dict]:
     out = []
     running = folder / "running"

@@ -28,18 +28,16 @@ for note in S.language_notes(sel.task, sel.langs):
     st.caption(note)
 
 
-
 @st.fragment(run_every=5 if cached.running_sweeps() else None)
 def background() -> None:
     """While a sweep (start.sh's demo curves) runs on this cache: its progress, refreshed every 5 s; the page
     reruns when a job lands, so the table below counts it, and once more when the sweep ends."""
     live = cached.running_sweeps()
     finished = sum(s["finished"] for _, s in live)
-    if st.session_state.get("_sweeps_seen", finished) != finished or \
-            (st.session_state.get("_sweeps_live") and not live):
-        st.session_state["_sweeps_seen"], st.session_state["_sweeps_live"] = finished, bool(live)
-        st.rerun(scope="app")
+    seen, was_live = st.session_state.get("_sweeps_seen", finished), st.session_state.get("_sweeps_live")
     st.session_state["_sweeps_seen"], st.session_state["_sweeps_live"] = finished, bool(live)
+    if seen != finished or (was_live and not live):
+        st.rerun(scope="app")
     for rec, s in live:
         st.progress(s["finished"] / max(1, s["total"]), text=cached.sweep_line(rec, s))
 

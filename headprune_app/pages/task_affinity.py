@@ -112,9 +112,8 @@ st.caption("Each primary trained alone, with the GradTS-thres selection (tau > "
            f"{plan.fg_threshold} with the primary's), the bandit's choice (AUTOSEM stage 1: Thompson sampling "
            "rewarded by the primary's dev loss), all other units, and random sets of as many units as "
            f"GradTS-trial chose. Each final model is trained with {len(plan.train_seeds)} seed(s); the point is "
-           "their mean, the whisker its 95% bootstrap interval (training seeds and test sentences both resampled). x = "
-           "wall time on this machine "
-           "to choose the auxiliaries (GradTS: every unit's single-task fine-tune and head map, plus trial's "
+           "their mean, the whisker its 95% bootstrap interval (training seeds and test sentences both "
+           "resampled). x = wall time on this machine to choose the auxiliaries (GradTS: every unit's single-task fine-tune and head map, plus trial's "
            "runs or fg's per-example maps; the bandit: its search) plus training the final model. Hover for the "
            "auxiliary units and the change vs alone." + (f" {plan.note}" if plan.note else ""))
 frame = AC.validation_frame(table)
