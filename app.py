@@ -13,11 +13,11 @@ import streamlit as st
 
 from headprune_app import cached
 from headprune_app import selection as S
-from headprune_core.config import SETTINGS
+from headprune_core.base.choices import SETTINGS
 from headprune_core.data.refs import names_task
-from headprune_core.importance import METHODS, NORMALIZATIONS
-from headprune_core.models import EMBEDDED
-from headprune_core.store import cache_root
+from headprune_core.base.choices import METHODS, NORMALIZATIONS
+from headprune_core.encoders.models import EMBEDDED
+from headprune_core.base.cache import cache_root
 
 st.set_page_config(page_title="headprune", page_icon=":material/content_cut:", layout="wide")
 

@@ -50,7 +50,7 @@ def peak_rss_mb(pid: int) -> float:
 
 def _linked_cache(folder: Path) -> Path:
     """A cache whose prepared model and corpora are links to this checkout's (quick mode: cold study only)."""
-    from headprune_core.store import cache_root
+    from headprune_core.base.cache import cache_root
 
     src = cache_root()
     folder.mkdir(parents=True)

@@ -13,12 +13,12 @@ import torch
 
 from bench import workload
 from bench.report import Goal, Section
-from headprune_core.device import pick_device
-from headprune_core.evaluate import evaluate, strategy_mask
-from headprune_core.heads import head_shape
-from headprune_core.speed import interleaved, paired_ratios, spread
-from headprune_core.store import Store
-from headprune_core.study import Study
+from headprune_core.encoders.device import pick_device
+from headprune_core.methods.evaluate import evaluate, strategy_mask
+from headprune_core.encoders.heads import head_shape
+from headprune_core.encoders.speed import interleaved, paired_ratios, spread
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
 
 
 def cached_point_ms(st: Study, model, batches: list[dict], labels, reads: int) -> dict:

@@ -1,7 +1,7 @@
 """Physical pruning: forward latency of models with 25, 50 and 75% of their heads removed (random heads, seed 0)
 against the full model, at 32, 128 and 512 tokens, batch 1 and 32, sdpa and eager attention, next to two limits:
 
-- the FLOP limit (:func:`headprune_core.speed.flop_limit`): removing heads removes their projection slices and
+- the FLOP limit (:func:`headprune_core.encoders.speed.flop_limit`): removing heads removes their projection slices and
   attention scores, nothing else (embeddings, FFN, LayerNorms stay);
 - the time-share limit: the same, but with the share of *time* the full model spends in each layer's
   self-attention module and output projection, measured by hooks in the same run. Where the attention modules take
@@ -21,11 +21,12 @@ import torch
 
 from bench import workload
 from bench.report import Goal, Section
-from headprune_core.device import autocast, pick_device
-from headprune_core.evaluate import pruned_copy, strategy_mask
-from headprune_core.heads import adapter_for, count_parameters, encoder_layers, head_dim, head_shape
-from headprune_core.speed import (flop_limit, forward_fn, hidden_sizes, interleaved, paired_ratios, spread,
-                                  synchronize)
+from headprune_core.encoders.device import autocast, pick_device
+from headprune_core.encoders.heads import pruned_copy
+from headprune_core.methods.evaluate import strategy_mask
+from headprune_core.encoders.heads import adapter_for, count_parameters, encoder_layers, head_dim, head_shape
+from headprune_core.encoders.speed import (flop_limit, forward_fn, hidden_sizes, interleaved, paired_ratios, spread,
+                                           synchronize)
 
 FRACTIONS = (0.25, 0.5, 0.75)
 
@@ -161,7 +162,7 @@ def sequential_speedup(full, small, inputs: dict, *, repeats: int = 5) -> float:
 def panel_estimators(*, model: str = "me5-small", device: str = "auto", quick: bool = False) -> Section:
     """The dashboard's latency panel, old estimate vs new, each repeated: how far apart do repeated
     measurements of the same pruned model land? (The issue saw 1.41x at 72 of 144 heads.)"""
-    from headprune_core.speed import measure_speed
+    from headprune_core.encoders.speed import measure_speed
 
     trials = 1 if quick else 8
     st = workload.study(model)

@@ -20,10 +20,10 @@ from scipy.stats import spearmanr
 
 from bench import workload
 from bench.report import Goal, Section
-from headprune_core.device import autocast, pick_device
-from headprune_core.heads import head_gates, head_shape
-from headprune_core.importance import score_heads
-from headprune_core.speed import interleaved, paired_ratios, spread
+from headprune_core.encoders.device import autocast, pick_device
+from headprune_core.encoders.heads import head_gates, head_shape
+from headprune_core.methods.importance import score_heads
+from headprune_core.encoders.speed import interleaved, paired_ratios, spread
 
 
 def bertology_reference(model, batches: list[dict]) -> np.ndarray:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import torch
 
-from headprune_core.classifier import HeadedEncoder, TaskHead
-from headprune_core.device import autocast, pick_device
-from headprune_core.models import load_model
-from headprune_core.study import Study
+from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
+from headprune_core.encoders.device import autocast, pick_device
+from headprune_core.encoders.models import load_model
+from headprune_core.runs.study import Study
 
 TASK, LANG = "pos", "en"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_core.files import safe_filename, write_file_atomic
-from headprune_core.store import cache_root
+from headprune_core.base.files import safe_filename, write_file_atomic
+from headprune_core.base.cache import cache_root
 
 MAX_UPLOAD_MB = 50  # .streamlit/config.toml server.maxUploadSize
 UPLOAD_TYPES = ["conll", "conllu", "txt", "tsv", "iob", "bio", "jsonl", "json", "csv", "parquet"]
@@ -48,7 +48,7 @@ def preview(paths: tuple[str, ...], task: str, lang: str, fmt: str | None, colum
     alignment, and the first sentences as (word, tag) rows. Raises the core's errors (file:line)."""
     from headprune_core.data.loading import load_local
     from headprune_core.data.preview import corpus_report, examples
-    from headprune_core.models import load_tokenizer
+    from headprune_core.encoders.models import load_tokenizer
 
     kw = {"columns": columns} if columns else {}
     data = load_local(task, lang, list(paths), format=fmt, tagset=tagset, **kw)
@@ -93,7 +93,7 @@ def refresh() -> None:
 
 
 def registered_table() -> list[dict]:
-    from headprune_core.data.user import registered
+    from headprune_core.data.registry import registered
     return [{"task": name, "language": lang, "kind": m["kind"], "labels": len(m["labels"]),
              **{s: m.get("counts", {}).get(s, 0) for s in ("train", "validation", "test")},
              "from": m.get("description", ""), "fingerprint": m.get("fingerprint", "")}

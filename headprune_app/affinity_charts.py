@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from headprune_core.affinity import cluster_order
+from headprune_core.methods.similarity import cluster_order
 
 SELECTED, OTHER, PRIMARY = "#e45756", "#9ecae9", "#222222"
 ROW_COLOURS = {"single": "#9d9d9d", "thres": "#4c78a8", "trial": "#f58518", "fg": "#e45756", "bandit": "#72b7b2",
@@ -85,7 +85,7 @@ def validation_chart(table: Sequence[dict]) -> go.Figure:
     """Quality against cost, one panel per primary: each method's test metric (mean over training seeds, whisker
     = 95% bootstrap interval over training seeds and test sentences) against its wall time (choosing the
     auxiliaries + training the final model; whisker = the seeds' training min-max). ``table`` is
-    :func:`headprune_core.gradts.validation_table`."""
+    :func:`headprune_core.multitask.gradts.validation_table`."""
     primaries = list(dict.fromkeys(line["primary"] for line in table))
     fig = make_subplots(rows=1, cols=max(1, len(primaries)), subplot_titles=primaries, shared_yaxes=False,
                         horizontal_spacing=0.12)

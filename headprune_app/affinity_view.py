@@ -1,6 +1,6 @@
 """App-side bridge for the Task affinity and Shared heads pages: GradTS plans, cached reads, and the
 "what is missing, compute it?" panels. Pages call these and render; the work is done by
-:mod:`headprune_core.gradts` under the dashboard's compute lock (``headprune_app.cached``).
+:mod:`headprune_core.multitask.gradts` under the dashboard's compute lock (``headprune_app.cached``).
 
 GradTS plans are the core presets plus JSON files (fields of ``GradTSPlan``) in ``<cache>/plans/gradts/``.
 """
@@ -15,9 +15,10 @@ import numpy as np
 import streamlit as st
 
 from headprune_app import cached
-from headprune_core.affinity import gradts_map
-from headprune_core.gradts import GRADTS_PRESETS, GradTS, GradTSPlan
-from headprune_core.store import cache_root
+from headprune_core.multitask.affinity import gradts_map
+from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan
+from headprune_core.multitask.gradts import GradTS
+from headprune_core.base.cache import cache_root
 
 
 def plans_dir() -> Path:
@@ -175,7 +176,7 @@ def offer_selection(gts: GradTS, primary: str, aux: list[str], *, key: str) -> N
 
 def stemcells(gts: GradTS, target: float):
     """The learned-pruning (stem cell) analysis of ``gts``'s units at ``target`` share of heads removed."""
-    from headprune_core.stemcells import DEFAULT_L0, StemCells
+    from headprune_core.multitask.stemcells import DEFAULT_L0, StemCells
     return StemCells(gts, l0={**DEFAULT_L0, "target": target})
 
 

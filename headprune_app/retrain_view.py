@@ -10,9 +10,10 @@ import streamlit as st
 
 from headprune_app import cached
 from headprune_app import selection as S
-from headprune_core.config import RefinetuneConfig, config_from_dict
-from headprune_core.findings import FAMILIES, ci_text, diff_text
-from headprune_core.study import FINDINGS_RETRAIN, Study
+from headprune_core.runs.config import RefinetuneConfig, config_from_dict
+from headprune_core.findings.cards import FAMILIES, ci_text, diff_text
+from headprune_core.plans.presets import FINDINGS_RETRAIN
+from headprune_core.runs.study import Study
 
 STRATEGY_TEXT = {"importance": "lowest-ranked heads (Ma et al.)", "reverse": "top-ranked heads (control)",
                  "random": "random heads (control; Budhraja et al. 2020)",
@@ -98,7 +99,7 @@ def new_experiment(st_: Study, sel: S.Selection, *, strategy: str, levels: tuple
 
 
 def estimate_minutes(st_: Study, rc: RefinetuneConfig) -> str:
-    from headprune_core.sweep import estimate, later_seconds, measured_rates
+    from headprune_core.runs.estimate import estimate, later_seconds, measured_rates
     rates = measured_rates(st_.store)
     cpus = max(1, os.cpu_count() or 1)
     secs = later_seconds(rc, rates, {"finetune": cpus, "eval": cpus})

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from headprune_core.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
-from headprune_core.files import check_name, write_file_atomic
-from headprune_core.store import cache_root
-from headprune_core.study import PRESETS, Study, StudyPlan
+from headprune_core.runs.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
+from headprune_core.base.files import check_name, write_file_atomic
+from headprune_core.base.cache import cache_root
+from headprune_core.plans.presets import PRESETS
+from headprune_core.runs.study import Study
+from headprune_core.plans.plan import StudyPlan
 
 STRATEGY_LABELS = {
     "importance": "least important first",

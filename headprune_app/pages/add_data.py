@@ -7,7 +7,7 @@ import streamlit as st
 from headprune_app import add_data_view as V
 from headprune_app import cached, charts
 from headprune_app import selection as S
-from headprune_core.config import FinetuneConfig
+from headprune_core.runs.config import FinetuneConfig
 from headprune_core.data.formats import FORMATS
 
 sel: S.Selection = cached.selection()
@@ -144,7 +144,7 @@ if done:
     if cached.offer_compute(study, [(f"head scores {task}/{lang} ({sel.method})", sc)], key=f"own:{task}:{lang}",
                             note="fine-tuning and scoring take a minute or more on a CPU"):
         found = cached.read(study, sc)
-        from headprune_core.importance import normalise
+        from headprune_core.methods.importance import normalise
         shown = normalise(found["raw"], normalize=sel.normalize, minmax=sel.minmax)
         st.plotly_chart(charts.importance_heatmap(shown), key="own_map",
                         config=charts.png_config(f"importance_{task}_{lang}"))

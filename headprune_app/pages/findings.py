@@ -4,7 +4,7 @@ import streamlit as st
 
 from headprune_app import cached, findings_view
 from headprune_app import selection as S
-from headprune_core.findings import VERDICTS
+from headprune_core.findings.cards import VERDICTS
 
 sel: S.Selection = cached.selection()
 st.title("Findings")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from headprune_app import cached, charts
 from headprune_app import selection as S
-from headprune_core.files import safe_filename
+from headprune_core.base.files import safe_filename
 
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from headprune_app import cached, charts
 from headprune_app import selection as S
-from headprune_core.inspector import split_words
+from headprune_core.encoders.inspector import split_words
 
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)

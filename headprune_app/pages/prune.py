@@ -7,9 +7,9 @@ import streamlit as st
 
 from headprune_app import cached, charts, prune_view
 from headprune_app import selection as S
-from headprune_core.evaluate import LAYER_PARTS
-from headprune_core.files import safe_filename
-from headprune_core.uncertainty import describe_diff
+from headprune_core.base.choices import LAYER_PARTS
+from headprune_core.base.files import safe_filename
+from headprune_core.methods.uncertainty import describe_diff
 
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
@@ -192,4 +192,4 @@ d1.download_button("Download mask (JSON)", json.dumps(payload, indent=1), file_n
                    mime="application/json", key="dl_mask")
 d2.download_button("Download pruned model (zip)", cached.pruned_zip(study, ft, mask, {"mask_label": label}),
                    file_name=safe_filename(f"pruned_{sel.task}_{k}.zip"), mime="application/zip", key="dl_model",
-                   help="Built when you click (a few seconds). Load it with headprune_core.pruned.load_pruned().")
+                   help="Built when you click (a few seconds). Load it with headprune_core.encoders.pruned.load_pruned().")

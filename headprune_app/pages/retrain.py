@@ -5,7 +5,7 @@ import streamlit as st
 
 from headprune_app import cached, charts, retrain_view
 from headprune_app import selection as S
-from headprune_core.config import RETRAIN_STRATEGIES
+from headprune_core.base.choices import RETRAIN_STRATEGIES
 
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)

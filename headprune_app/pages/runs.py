@@ -49,7 +49,7 @@ else:
 def sweeps_panel() -> None:
     """Sweeps (python -m headprune_core sweep) that wrote to this cache: progress, what runs where, failures.
     It refreshes itself every 5 s while one runs; their results show on every page as they land."""
-    from headprune_core.sweep import progress_summary
+    from headprune_core.plans.progress import progress_summary
     records = cached.sweeps()
     if not records:
         return

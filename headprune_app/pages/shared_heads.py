@@ -9,7 +9,7 @@ from headprune_app import affinity_view as V
 from headprune_app import cached
 from headprune_app import selection as S
 from headprune_app.charts import png_config
-from headprune_core.affinity import shared_heads
+from headprune_core.multitask.affinity import shared_heads
 
 st.title("Shared heads")
 st.markdown("Take each map's top **p%** heads. A head in many top sets is one that many tasks (or languages) "

@@ -7,7 +7,8 @@
 from headprune_core.data.align import AlignStats, tokenize_sentence_task, tokenize_token_task
 from headprune_core.data.corpora import PrepareReport, prepare_corpora
 from headprune_core.data.formats import CorpusError
-from headprune_core.data.loading import NotPrepared, TaskData, load_task
+from headprune_core.data.loading import NotPrepared, TaskData
+from headprune_core.data.refs import load_task
 from headprune_core.data.registry import TASKS, TaskInfo, UnknownName, get_task, list_tasks
 from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS
 

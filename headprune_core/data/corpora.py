@@ -35,19 +35,19 @@ from typing import Callable, Iterator
 import numpy as np
 from tqdm.auto import tqdm
 
-from headprune_core import fetch
-from headprune_core.files import atomic_dir, scratch_path
+from headprune_core.base import fetch
+from headprune_core.base.cache import cache_root
+from headprune_core.base.choices import SPLITS
+from headprune_core.base.files import atomic_dir, scratch_path
 from headprune_core.data.formats import conllu_words, iter_conllu
 from headprune_core.data.registry import TASKS
 from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS, TagMapper, bio_names, is_proper
-from headprune_core.store import cache_root
 
 log = logging.getLogger(__name__)
 
 CORPUS_FORMAT = 1
 SPLIT_SEED = 13
 SPLIT_RATIOS = (0.8, 0.1, 0.1)
-SPLITS = ("train", "validation", "test")
 PREPARE_HINT = "run `python -m headprune_core prepare` (or headprune_core.data.prepare_corpora())"
 
 PATTERN_DEB = "python3-pattern"

@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Literal
 
-FileFormat = Literal["conll", "conllu", "jsonl", "csv", "parquet"]
-FORMATS: tuple[str, ...] = ("conll", "conllu", "jsonl", "csv", "parquet")
+import pyarrow.parquet as pq
+
+from headprune_core.base.choices import FORMATS, FileFormat
+
 _SUFFIXES = {".conll": "conll", ".txt": "conll", ".iob": "conll", ".bio": "conll", ".tsv": "conll",
              ".conllu": "conllu", ".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 _CONLLU_ID = re.compile(r"^(\d+)(?:-(\d+)|\.(\d+))?$")
@@ -385,7 +387,6 @@ def _table_rows(path: str | Path, fmt: str) -> list[dict]:
 
 def read_parquet(path: str | Path, *, columns: tuple[str, ...] = ()) -> list:
     """Records of a parquet table (as the Hub serves data sets); ClassLabel names travel in its metadata."""
-    import pyarrow.parquet as pq
 
     try:
         table = pq.read_table(str(path))

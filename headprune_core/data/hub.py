@@ -31,8 +31,9 @@ import datasets
 import numpy as np
 
 from headprune_core.data.corpora import PREPARE_HINT, SPLIT_SEED
-from headprune_core.data.loading import TaskData, check_splits, features_for
-from headprune_core.data.registry import EMBEDDED_TASKS, UnknownName, check_language, get_task
+from headprune_core.data.formats import find_columns, records_from_rows
+from headprune_core.data.loading import TaskData, check_splits, features_for, from_records
+from headprune_core.data.registry import EMBEDDED_TASKS, TASKS, UnknownName, check_language, get_task
 from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS, UPOS, bio_names
 
 UD_TREEBANKS = {"en": "en_ewt", "de": "de_gsd", "es": "es_ancora", "fr": "fr_gsd", "it": "it_isdt",
@@ -98,7 +99,6 @@ def known_task(path: str, config: str | None, task: str) -> str | None:
         if config not in GLUE_COLUMNS:
             raise UnknownName(f"GLUE has no config {config!r}; known: {', '.join(GLUE_COLUMNS)}")
         return config
-    from headprune_core.data.registry import TASKS
     if Path(path).expanduser().is_dir() and task in TASKS and "hub" in TASKS[task].sources:
         return task
     return None
@@ -238,9 +238,6 @@ def load_hub_generic(path: str, config: str | None, task: str, lang: str, *, col
     Columns are found by name (``tokens`` + ``ner_tags``/``pos_tags``/``upos``/``tags``; ``text``/``sentence``
     + ``label``) or given; ClassLabel names become the label names; ``dev`` counts as validation; a missing
     validation or test split is carved from train (seed 13, 10% each)."""
-    from headprune_core.data.formats import find_columns, records_from_rows
-    from headprune_core.data.loading import from_records
-    from headprune_core.data.registry import TASKS
 
     spec = HubSpec(path, config)
     raw = _load_raw(spec, None, **load_kw)

@@ -1,4 +1,5 @@
-"""``load_task``: one entry point for every source (embedded corpora, Hugging Face Hub, local files).
+"""Loading a task's data from embedded corpora and local files into ``TaskData`` (the Hub: :mod:`hub`; every
+source behind one call: :func:`headprune_core.data.refs.load_task`).
 
 Whatever the source, the result is a ``TaskData`` whose ``dataset`` is a ``DatasetDict`` with the splits
 ``train``, ``validation`` and ``test``. Token tasks have columns ``tokens`` (list[str]) and ``tags``
@@ -21,10 +22,11 @@ from typing import Mapping, Sequence
 import datasets
 import pyarrow as pa
 
-from headprune_core.files import read_json
+from headprune_core.base.files import read_json
 from headprune_core.data.corpora import PREPARE_HINT, SPLIT_SEED, SPLITS, corpus_dir, is_prepared, split_indices
 from headprune_core.data.formats import CorpusError, FileFormat, TextRecord, TokenRecord, read_file, read_jsonl
-from headprune_core.data.registry import (SOURCES, TASKS, TaskInfo, UnknownName, check_language, get_task)
+from headprune_core.data.registry import TASKS, TaskInfo, UnknownName, check_language, get_task, user_dir
+from headprune_core.data.tagsets import UNIVERSAL_TAGS, TagMapper
 
 
 class NotPrepared(FileNotFoundError):
@@ -154,7 +156,6 @@ def load_embedded(task: str, lang: str) -> TaskData:
     ``cache/data/<task>/<lang>``."""
     info = get_task(task)
     if "registered" in info.sources:
-        from headprune_core.data.user import user_dir
         check_language(info, lang)
         folder = user_dir(task, lang)
         by_split = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS}
@@ -198,7 +199,6 @@ def load_local(task: str, lang: str, files, *, format: FileFormat | None = None,
                          f"validation, test), got {len(files)}")
     by_split, origin = read_splits(files, format=format, tagset=tagset, **read_kw)
     if tagset is not None:
-        from headprune_core.data.tagsets import UNIVERSAL_TAGS
         labels = labels or UNIVERSAL_TAGS
     return from_records(by_split, TASKS.get(task), task, lang, kind=kind, labels=labels,
                          meta={"source_kind": "local", **origin})
@@ -233,7 +233,6 @@ def read_splits(files: Sequence[str | Path], *, format: str | None = None, colum
             where = files[0] if len(files) == 1 else files[SPLITS.index(split)]
             raise CorpusError(f"{where}: the {split!r} split is empty")
     if tagset is not None:
-        from headprune_core.data.tagsets import TagMapper
         mapper = TagMapper(tagset, strict=True)  # type: ignore[arg-type]
         for recs in by_split.values():
             for rec in recs:
@@ -242,28 +241,6 @@ def read_splits(files: Sequence[str | Path], *, format: str | None = None, colum
                         raise CorpusError(f"{rec.where(i)}: tag {t!r} is not in the {tagset} table")
                 rec.tags = [mapper.map(str(t)) for t in rec.tags]
     return by_split, origin
-
-
-def load_task(task: str, lang: str, *, source: str = "embedded", **kw) -> TaskData:
-    """Load ``task`` in language ``lang`` from ``source`` ("embedded", "hub" or "local").
-
-    Keyword options go to the source's loader: ``load_local`` (files=, format=, labels=, kind=) or
-    ``hub.load_hub`` (data_files=, treebank=, cache_dir=, revision=).
-
-    >>> # load_task("pos", "en").dataset["train"].features["tags"]
-    """
-    if source not in SOURCES:
-        raise UnknownName(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
-    if source == "local":
-        if "files" not in kw:
-            raise ValueError("source='local' needs files={'train': path, 'validation': path, 'test': path}")
-        return load_local(task, lang, **kw)
-    if kw and source == "embedded":
-        raise TypeError(f"the embedded source takes no options, got {sorted(kw)}")
-    if source == "embedded":
-        return load_embedded(task, lang)
-    from headprune_core.data.hub import load_hub
-    return load_hub(task, lang, **kw)
 
 
 def relabel(data: TaskData, labels: Sequence[str]) -> TaskData:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from headprune_core.data.align import tokenize_sentence_task, tokenize_token_task
+
 
 def example_text(row: dict, labels: list[str], kind: str) -> str:
     """One example as ``word/TAG word/TAG ...`` or ``[label] text (|| pair)``."""
@@ -49,7 +51,6 @@ def corpus_report(data, *, tokenizer=None, max_length: int = 128, n: int = 5) ->
            "examples": [example_text(r, data.labels, data.kind)
                         for r in data.dataset["train"].select(range(min(n, len(data.dataset["train"]))))]}
     if tokenizer is not None:
-        from headprune_core.data.align import tokenize_sentence_task, tokenize_token_task
         fn = tokenize_token_task if data.kind == "token" else tokenize_sentence_task
         _, stats = fn(data.dataset, tokenizer, max_length=max_length)
         rep["alignment"] = {"max_length": max_length, "sentences": stats.sentences, "words": stats.words,

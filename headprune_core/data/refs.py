@@ -22,6 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from headprune_core.base.files import read_json
+from headprune_core.data.formats import FORMATS
+from headprune_core.data.hub import UD_TREEBANKS, known_task, load_hub, load_hub_generic
+from headprune_core.data.loading import TaskData, load_embedded, load_local, relabel
+from headprune_core.data.registry import SOURCES, TASKS, UnknownName
+
 REF_KINDS = ("embedded", "hub", "local")
 
 
@@ -46,7 +52,6 @@ class DataRef:
             raise ValueError(f"columns: give 2 (words,tags or text,label) or 3 (text,text_pair,label), got "
                              f"{','.join(self.columns)}")
         if self.format is not None:
-            from headprune_core.data.formats import FORMATS
             if self.format not in FORMATS:
                 raise ValueError(f"unknown file format {self.format!r}; known: {', '.join(FORMATS)}")
 
@@ -138,22 +143,18 @@ def load_ref(ref: DataRef | str, task: str, lang: str, *, labels: list[str] | No
     ``labels`` fixes the label list and its order (a fine-tuned checkpoint's labels); a tag outside it is an
     error naming the file and line.
     """
-    from headprune_core.data.loading import load_embedded, load_local, relabel
-
     ref = parse_ref(ref)
     if ref.kind == "embedded":
         data = load_embedded(task, lang)
         return relabel(data, labels) if labels else data
     if ref.kind == "local":
         check_ref(ref)
-        from headprune_core.data.registry import TASKS
         info = TASKS.get(task)
         keep = labels or (list(info.labels) if info is not None and info.labels else None)
         data = load_local(task, lang, list(ref.files), format=ref.format, labels=keep,
                           **({"columns": ref.columns} if ref.columns else {}))
         data.meta["ref"] = str(ref)
         return data
-    from headprune_core.data.hub import load_hub, load_hub_generic, known_task
     if not ref.name:  # the task's own Hub data set
         data = load_hub(task, lang, config=ref.config)
     else:
@@ -172,7 +173,6 @@ def _default_config(task: str, lang: str) -> str | None:
     if task in ("ner", "xnli", "paws-x"):
         return lang
     if task in ("pos", "name"):
-        from headprune_core.data.hub import UD_TREEBANKS
         return UD_TREEBANKS.get(lang)
     return task  # GLUE: the config is the task
 
@@ -207,3 +207,34 @@ def parse_sources(sources: Mapping[str, Any] | None, *, where: str = "sources",
         except ValueError as err:
             raise ValueError(f"{where}: {key}: {err}") from None
     return out
+
+
+def read_plan_file(path: str | Path, what: str) -> dict:
+    """A plan file's JSON with its local data ``sources`` made absolute (relative to the plan's folder), so the
+    plan reads the same files from wherever it is run."""
+    data = read_json(path, f"{what} (JSON)")
+    if isinstance(data, dict) and isinstance(data.get("sources"), dict):
+        refs = parse_sources(data["sources"], where=str(path), base=Path(path).resolve().parent)
+        data = {**data, "sources": {k: v.to_json() for k, v in refs.items()}}
+    return data
+
+
+def load_task(task: str, lang: str, *, source: str = "embedded", **kw) -> TaskData:
+    """Load ``task`` in language ``lang`` from ``source`` ("embedded", "hub" or "local").
+
+    Keyword options go to the source's loader: ``load_local`` (files=, format=, labels=, kind=) or
+    ``hub.load_hub`` (data_files=, treebank=, cache_dir=, revision=).
+
+    >>> # load_task("pos", "en").dataset["train"].features["tags"]
+    """
+    if source not in SOURCES:
+        raise UnknownName(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+    if source == "local":
+        if "files" not in kw:
+            raise ValueError("source='local' needs files={'train': path, 'validation': path, 'test': path}")
+        return load_local(task, lang, **kw)
+    if kw and source == "embedded":
+        raise TypeError(f"the embedded source takes no options, got {sorted(kw)}")
+    if source == "embedded":
+        return load_embedded(task, lang)
+    return load_hub(task, lang, **kw)

@@ -13,9 +13,13 @@ headprune_core.data.registry.UnknownName: unknown task 'xx'; known: pos, name, p
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
+from headprune_core.base.cache import cache_root
+from headprune_core.base.choices import SPLITS
 from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS
 
 Kind = Literal["token", "sentence"]
@@ -115,7 +119,6 @@ EMBEDDED_TASKS: tuple[str, ...] = tuple(n for n, t in TASKS.items() if "embedded
 
 def user_tasks() -> dict[str, TaskInfo]:
     """Corpora the user registered (``python -m headprune_core data add``), read from the cache folder."""
-    from headprune_core.data.user import registered
     out = {}
     for name, by_lang in registered().items():
         first = next(iter(by_lang.values()))
@@ -154,3 +157,32 @@ def check_language(task: TaskInfo, lang: str) -> None:
     """Raise ``UnknownName`` (a KeyError) listing the task's languages when ``lang`` is not one of them."""
     if "*" not in task.languages and lang not in task.languages:
         raise UnknownName(f"unknown language {lang!r} for task {task.name!r}; known: {', '.join(task.languages)}")
+
+
+# --- corpora the user registered (python -m headprune_core data add; see headprune_core.data.user) ------------
+
+USER_FORMAT = 1
+
+
+def data_root() -> Path:
+    return cache_root() / "data"
+
+
+def user_dir(name: str, lang: str) -> Path:
+    return data_root() / name / lang
+
+
+def registered() -> dict[str, dict[str, dict]]:
+    """Every registered corpus: ``{name: {lang: meta}}`` (unreadable folders are skipped)."""
+    out: dict[str, dict[str, dict]] = {}
+    root = data_root()
+    if not root.is_dir():
+        return out
+    for meta_file in sorted(root.glob("*/*/meta.json")):
+        try:
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if meta.get("user") == USER_FORMAT and all((meta_file.parent / f"{s}.jsonl").is_file() for s in SPLITS):
+            out.setdefault(meta_file.parent.parent.name, {})[meta_file.parent.name] = meta
+    return out

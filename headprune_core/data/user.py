@@ -20,25 +20,19 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from headprune_core.base.files import check_name, remove_dir
+from headprune_core.base.specs import canonical_json
 from headprune_core.data.corpora import SPLITS, write_corpus
 from headprune_core.data.formats import CorpusError, TextRecord, TokenRecord
-from headprune_core.data.loading import read_splits
-from headprune_core.store import cache_root
+from headprune_core.data.loading import infer_labels, read_splits
+from headprune_core.data.registry import TASKS, USER_FORMAT, data_root, registered, user_dir
+from headprune_core.data.tagsets import UNIVERSAL_TAGS
 
-USER_FORMAT = 1
 _LANG = re.compile(r"^[a-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")
 
 
 class AlreadyRegistered(FileExistsError):
     """A corpus of this name and language is registered already (use replace=True / --force)."""
-
-
-def data_root() -> Path:
-    return cache_root() / "data"
-
-
-def user_dir(name: str, lang: str) -> Path:
-    return data_root() / name / lang
 
 
 def check_lang(lang: str) -> str:
@@ -48,25 +42,8 @@ def check_lang(lang: str) -> str:
     return lang
 
 
-def registered() -> dict[str, dict[str, dict]]:
-    """Every registered corpus: ``{name: {lang: meta}}`` (unreadable folders are skipped)."""
-    out: dict[str, dict[str, dict]] = {}
-    root = data_root()
-    if not root.is_dir():
-        return out
-    for meta_file in sorted(root.glob("*/*/meta.json")):
-        try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if meta.get("user") == USER_FORMAT and all((meta_file.parent / f"{s}.jsonl").is_file() for s in SPLITS):
-            out.setdefault(meta_file.parent.parent.name, {})[meta_file.parent.name] = meta
-    return out
-
-
 def records_fingerprint(records: list[dict], splits: dict[str, list[int]]) -> str:
     """A short hash of every record (canonical JSON) in each split, in order: what a registration holds."""
-    from headprune_core.config import canonical_json
     h = hashlib.sha256()
     for split in SPLITS:
         h.update(split.encode() + b"\0")
@@ -93,9 +70,6 @@ def register(name: str, lang: str, files: Sequence[str | Path] | None = None, *,
     :class:`~headprune_core.data.loading.TaskData` already loaded, e.g. from the Hub). ``name`` may not be a
     built-in task. An existing registration is kept unless ``replace``.
     """
-    from headprune_core.data.loading import infer_labels
-    from headprune_core.data.registry import TASKS
-    from headprune_core.files import check_name
 
     check_name(name, "data set name")
     check_lang(lang)
@@ -116,7 +90,6 @@ def register(name: str, lang: str, files: Sequence[str | Path] | None = None, *,
         first = next(r for recs in by_split.values() for r in recs)
         kind = "token" if isinstance(first, TokenRecord) else "sentence"
         if tagset is not None:
-            from headprune_core.data.tagsets import UNIVERSAL_TAGS
             labels = labels or UNIVERSAL_TAGS
     labels = list(labels) if labels else infer_labels(by_split, kind)
     _check_labels(by_split, labels, kind)
@@ -158,7 +131,6 @@ def _rows_as_records(data, split: str) -> list:
 
 def remove(name: str, lang: str | None = None) -> list[Path]:
     """Delete a registered corpus (one language, or all); returns the folders removed."""
-    from headprune_core.files import remove_dir
     found = registered().get(name)
     if not found or (lang is not None and lang not in found):
         raise KeyError(f"no registered corpus {name}{'/' + lang if lang else ''}; registered: "

@@ -9,7 +9,7 @@
   determiner and a VERB after a pronoun), so switching attention heads off changes the metric;
 * ``plans/fixture.json``: the study plan (``en``, ``de``, ``es``; ``fr`` is prepared but left out, to test a
   missing language);
-* ``runs/``: the plan run end to end with :func:`headprune_core.study.run_plan` (fine-tune, score, evaluate,
+* ``runs/``: the plan run end to end with :func:`headprune_core.plans.plan.run_plan` (fine-tune, score, evaluate,
   curves), unless ``with_runs=False`` (an "empty" cache: data and model, no results).
 
 ``python -m tests.app.fixture_cache DIR`` builds one for manual runs: ``HEADPRUNE_CACHE=DIR streamlit run app.py``.
@@ -146,7 +146,7 @@ def write_model(folder: Path, *, layers: int = 3, heads: int = 4, hidden: int = 
 
 
 def fixture_plan(model_path: str):
-    from headprune_core.study import StudyPlan
+    from headprune_core.plans.plan import StudyPlan
     return StudyPlan(
         name=PLAN_NAME,
         description="Test fixture: a tiny random BERT (3 layers x 4 heads) fine-tuned on generated POS and NAME "
@@ -162,8 +162,9 @@ def build_fixture_cache(root: str | Path, *, with_runs: bool = True) -> dict:
     """Build the fixture cache under ``root``; returns {root, model, plan_file, plan, seconds}."""
     import time
 
-    from headprune_core.store import Store
-    from headprune_core.study import Study, run_plan
+    from headprune_core.runs.store import Store
+    from headprune_core.runs.study import Study
+    from headprune_core.plans.plan import run_plan
 
     root = Path(root).resolve()
     start = time.perf_counter()

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headprune_core.gradts import GradTS, GradTSPlan
-from headprune_core.store import Store
-from headprune_core.study import Study
+from headprune_core.multitask.gradts import GradTS
+from headprune_core.multitask.plan import GradTSPlan
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
 from tests.app.conftest import REPO, TIMEOUT
 
 AFFINITY = str(REPO / "headprune_app" / "pages" / "task_affinity.py")

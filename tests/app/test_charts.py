@@ -149,7 +149,8 @@ def test_plan_files_round_trip(tmp_path, monkeypatch):
 
 def test_the_selection_finds_exactly_what_run_plan_computed(fixture_cache, monkeypatch):
     """Every job of the fixture plan has the key the pages build from the matching selection."""
-    from headprune_core.study import Study, plan_jobs
+    from headprune_core.runs.study import Study
+    from headprune_core.plans.plan import plan_jobs
 
     monkeypatch.setenv("HEADPRUNE_CACHE", str(fixture_cache["root"]))
     plan = fixture_cache["plan"]
@@ -193,9 +194,9 @@ def test_pruned_model_download_is_a_loadable_pruned_model(fixture_cache, monkeyp
     import zipfile
 
     from headprune_app import cached
-    from headprune_core.heads import present_mask
-    from headprune_core.pruned import load_pruned
-    from headprune_core.study import Study
+    from headprune_core.encoders.heads import present_mask
+    from headprune_core.encoders.pruned import load_pruned
+    from headprune_core.runs.study import Study
 
     monkeypatch.setenv("HEADPRUNE_CACHE", str(fixture_cache["root"]))
     plan = fixture_cache["plan"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from headprune_core.store import Store
+from headprune_core.runs.store import Store
 from tests.app.conftest import make_app, plan_size
 from tests.app.test_pages import PAGES, run_page
 

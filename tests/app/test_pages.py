@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from headprune_core.store import Store
+from headprune_core.runs.store import Store
 from tests.app.conftest import make_app, plan_size
 
 PAGES = ["home", "importance", "prune", "retrain", "inspector", "findings", "runs"]
@@ -147,8 +147,8 @@ def test_inspector_tags_with_and_without_the_current_mask(app):
 
 def _fixture_params(fixture_cache) -> int:
     """Parameters of the fixture's fine-tuned pos model (encoder + classifier), counted by the core."""
-    from headprune_core.heads import count_parameters
-    from headprune_core.study import Study
+    from headprune_core.encoders.heads import count_parameters
+    from headprune_core.runs.study import Study
     plan = fixture_cache["plan"]
     study = Study(plan.model, store=Store(fixture_cache["root"] / "runs"), progress=False)
     return count_parameters(study.finetuned(study.finetune_config("pos", ("en",), **plan.train)))
@@ -181,7 +181,7 @@ def test_measure_size_and_latency(app, fixture_cache):
 
 def test_cached_views_render_without_computing(fixture_cache, monkeypatch):
     """With everything cached, no page fine-tunes, scores, evaluates, computes a curve or even loads a model."""
-    from headprune_core.study import Study
+    from headprune_core.runs.study import Study
 
     def refuse(*args, **kwargs):
         raise AssertionError("a cached view tried to compute")
@@ -210,7 +210,8 @@ def test_runs_page_lists_entries(app):
 def test_runs_page_shows_sweep_progress(fixture_cache, cache_copy, monkeypatch):
     """A sweep's progress record (written by the driver as jobs land) shows as a bar with its counts, the jobs
     that failed with their error, and a sweep whose driver died as stopped."""
-    from headprune_core.sweep import Progress, SweepSpec, build_graph
+    from headprune_core.plans.progress import Progress
+    from headprune_core.plans.sweep import SweepSpec, build_graph
     plan = fixture_cache["plan"].to_dict()
     fields = {k: v for k, v in plan.items() if k not in ("name", "description", "model", "sources")}
     monkeypatch.setenv("HEADPRUNE_CACHE", str(cache_copy))
@@ -244,7 +245,8 @@ def test_a_background_sweep_shows_on_the_overview_and_where_results_are_missing(
                                                                                 monkeypatch):
     """start.sh opens the app while the demo sweep computes the curves: the Overview shows that sweep's progress
     and what runs now; a page missing one of its results says the sweep may bring it."""
-    from headprune_core.sweep import Progress, SweepSpec, build_graph
+    from headprune_core.plans.progress import Progress
+    from headprune_core.plans.sweep import SweepSpec, build_graph
     plan = fixture_cache["plan"].to_dict()
     fields = {k: v for k, v in plan.items() if k not in ("name", "description", "model", "sources")}
     monkeypatch.setenv("HEADPRUNE_CACHE", str(cache_copy))
@@ -281,7 +283,7 @@ def test_a_background_sweep_shows_on_the_overview_and_where_results_are_missing(
 def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, monkeypatch):
     """After set-up the Findings page says what is missing with an estimate; one click computes the plan's
     findings and every card shows a verdict with numbers."""
-    from headprune_core.findings import MISSING, VERDICTS
+    from headprune_core.findings.cards import MISSING, VERDICTS
     at = make_app(cache_copy, monkeypatch)
     at.run()
     run_page(at, "findings")
@@ -304,7 +306,7 @@ def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, mon
 
 def test_learned_strategy_offers_the_l0_run_then_prunes_by_its_gates(fixture_cache, monkeypatch, tmp_path):
     from headprune_app import prune_view
-    from headprune_core.study import Study
+    from headprune_core.runs.study import Study
     from tests.app.test_affinity_pages import copy_cache
     root = copy_cache(fixture_cache, tmp_path / "cache", runs=True)
     at = make_app(root, monkeypatch)

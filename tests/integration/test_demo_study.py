@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from headprune_core.store import Store
-from headprune_core.study import PRESETS, Study, plan_jobs, run_plan
+from headprune_core.runs.store import Store
+from headprune_core.plans.presets import PRESETS
+from headprune_core.runs.study import Study
+from headprune_core.plans.plan import plan_jobs, run_plan
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +59,7 @@ def test_demo_sweep_spec_is_the_demo_study(demo):
     fixture's study, everything it would run is already in that study's cache."""
     from pathlib import Path
 
-    from headprune_core.sweep import SweepSpec, build_graph, dry_run
+    from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run
     study, plan, _ = demo
     spec = SweepSpec.from_file(Path(__file__).resolve().parents[2] / "sweeps" / "demo.json")
     full = build_graph(spec, store=study.store)

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from headprune_core import models
+from headprune_core.encoders import models
 
 pytestmark = pytest.mark.slow
 

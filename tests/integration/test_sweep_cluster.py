@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from headprune_core.store import Store
+from headprune_core.runs.store import Store
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -14,9 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from headprune_core.store import Store, Weights
-from headprune_core.study import Study, run_plan
-from headprune_core.sweep import SweepSpec, build_graph, list_sweeps, run_sweep
+from headprune_core.runs.store import Store
+from headprune_core.base.artifacts import Weights
+from headprune_core.runs.study import Study
+from headprune_core.plans.plan import run_plan
+from headprune_core.plans.sweep import SweepSpec, build_graph
+from headprune_core.plans.progress import list_sweeps
+from headprune_core.plans.sweep_ray import run_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +37,7 @@ def ray_cluster(tiny_cache):
     """A local Ray cluster with 2 CPUs for the whole module (started once: about 5 s)."""
     import ray
 
-    from headprune_core.sweep import init_ray
+    from headprune_core.plans.sweep_ray import init_ray
     assert init_ray(cpus=2)
     assert ray.cluster_resources()["CPU"] == 2
     yield ray

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, spearmanr
 
-from headprune_core.affinity import (cluster_order, correlation_matrix, gradts_map, rank_auxiliary,
-                                     select_threshold, select_trial, shared_heads, top_sets)
+from headprune_core.methods.similarity import cluster_order, correlation_matrix, top_sets
+from headprune_core.multitask.affinity import gradts_map, rank_auxiliary, select_threshold, select_trial, shared_heads
 
 
 def _maps():

@@ -15,17 +15,17 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from headprune_core.cli import main
-from headprune_core.config import FinetuneConfig, ScoreConfig
+from headprune_core.cli.main import main
+from headprune_core.runs.config import FinetuneConfig, ScoreConfig
 from headprune_core.data import CorpusError, UnknownName, load_task
 from headprune_core.data.formats import read_file
-from headprune_core.evaluate import load_mask
-from headprune_core.files import OutputExists, check_name, safe_filename
-from headprune_core.gradts import GradTSPlan
-from headprune_core.heads import UnsupportedModelError
-from headprune_core.models import ModelLoadError, config_head_shape, load_model
-from headprune_core.store import Store
-from headprune_core.study import StudyPlan
+from headprune_core.methods.evaluate import load_mask
+from headprune_core.base.files import OutputExists, check_name, safe_filename
+from headprune_core.multitask.plan import GradTSPlan
+from headprune_core.encoders.heads import UnsupportedModelError
+from headprune_core.encoders.models import ModelLoadError, config_head_shape, load_model
+from headprune_core.runs.store import Store
+from headprune_core.plans.plan import StudyPlan
 
 UPOS = "['ADJ', 'ADP', 'ADV', 'CONJ', 'DET', 'NOUN', 'NUM', 'PRON', 'PRT', 'PUNCT', 'VERB', 'X']"
 
@@ -232,7 +232,7 @@ ROWS: list[tuple[str, Callable, type, str]] = [
      "{d}/plan.json: bad plan name '../../etc/cron.d/x': use letters, digits, '.', '_', '+' or '-' (no path "
      "separators, no '..', not starting with a dot, at most 128 characters)"),
     ("gradts-plan-missing", lambda c, _: GradTSPlan.from_file(c.write("g.json", '{"name": "g"}')), ValueError,
-     "{d}/g.json: missing GradTS plan field(s) ['description', 'units', 'primaries']"),
+     "{d}/g.json: missing GradTS plan field(s) ['units', 'primaries', 'description']"),
     # --- cache ----------------------------------------------------------------------------------------------------
     ("cache-truncated-array", lambda c, _: _corrupt_entry(c, "truncate"), "log",
      "cache entry {d}/runs/score/... is corrupt (raw.npy has 40 bytes, 224 were written); it will be recomputed"),

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from headprune_core.cli import main
-from headprune_core.heads import present_mask
-from headprune_core.pruned import load_pruned
+from headprune_core.cli.main import main
+from headprune_core.encoders.heads import present_mask
+from headprune_core.encoders.pruned import load_pruned
 
 
 def _run(capsys, *args) -> tuple[int, str, str]:

@@ -19,8 +19,8 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel
 
-from headprune_core.heads import head_gates
-from headprune_core.store import Store, _check_entry
+from headprune_core.encoders.heads import head_gates
+from headprune_core.runs.store import Store, _check_entry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -107,8 +107,8 @@ def _env(**extra) -> dict:
 STORE_WORKER = """
     import json, os, sys, time
     import numpy as np
-    from headprune_core.config import FinetuneConfig, ScoreConfig
-    from headprune_core.store import Store
+    from headprune_core.runs.config import FinetuneConfig, ScoreConfig
+    from headprune_core.runs.store import Store
     ft = FinetuneConfig(model="m", tasks=("pos",), train_langs=("en",), model_fp="m" * 16, data_fp="d" * 16)
     cfg = ScoreConfig(finetune=ft, task="pos", lang="de", data_fp="s" * 16)
     go = os.environ["GO"]
@@ -143,14 +143,14 @@ def test_two_processes_asking_for_one_key_compute_it_once(tmp_path):
 
 CLI_WORKER = """
     import os, sys
-    import headprune_core.study as study
+    import headprune_core.runs.study as study
     real = study.Study._train
     def counted(self, ft):
         with open(os.environ["LOG"], "a") as f:
             f.write("train\\n")
         return real(self, ft)
     study.Study._train = counted
-    from headprune_core.cli import main
+    from headprune_core.cli.main import main
     sys.exit(main(sys.argv[1:]))
 """
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from headprune_core.data.corpora import read_tagged, split_indices, turkish_words, _dedupe
+from headprune_core.data.corpora import _dedupe, read_tagged, split_indices, turkish_words
 from headprune_core.data.formats import conllu_words
-from headprune_core.data.tagsets import (TABLES, UNIVERSAL_TAGS, NAME_TAGS, TagMapper, bio_names, is_proper)
+from headprune_core.data.tagsets import NAME_TAGS, TABLES, TagMapper, UNIVERSAL_TAGS, bio_names, is_proper
 
 
 def test_universal_tag_set_is_fixed():

@@ -7,7 +7,7 @@ import contextlib
 import pytest
 import torch
 
-from headprune_core.device import autocast, pick_device
+from headprune_core.encoders.device import autocast, pick_device
 
 
 def test_auto_prefers_cuda_then_mps_then_cpu(monkeypatch):

@@ -7,8 +7,8 @@ import struct
 import numpy as np
 import pytest
 
-from headprune_core import e5s1
-from headprune_core.e5s1 import E5S1Error, E5S1Header, UnigramVocab
+from headprune_core.encoders import e5s1
+from headprune_core.encoders.e5s1 import E5S1Error, E5S1Header, UnigramVocab
 
 HEADER = E5S1Header(hidden=64, n_layers=1, n_heads=4, ffn=128, vocab=9, max_positions=16, type_vocab=2,
                     layer_norm_eps=1e-12)

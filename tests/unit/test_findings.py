@@ -7,12 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from headprune_core.affinity import gradts_map, shared_heads
-from headprune_core.findings import MISSING, VERDICTS, Findings
-from headprune_core.gradts import GradTS, GradTSPlan
-from headprune_core.store import Store
-from headprune_core.study import Study, StudyPlan, run_plan
-from headprune_core.uncertainty import metric_of
+from headprune_core.multitask.affinity import gradts_map, shared_heads
+from headprune_core.findings.cards import Findings, MISSING, VERDICTS
+from headprune_core.multitask.gradts import GradTS
+from headprune_core.multitask.plan import GradTSPlan
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
+from headprune_core.plans.plan import StudyPlan, run_plan
+from headprune_core.methods.uncertainty import metric_of
 
 
 @pytest.fixture()
@@ -75,7 +77,7 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     assert cards["g"].rows[0]["heads"] == int((count >= 2).sum()) and cards["g"].rows[0]["heads by"] == "gradient"
     assert len(cards["g"].rows) == 1 and "Gradient top-10%" in cards["g"].protocol
     # once learned pruning is computed (the Shared heads page), card (g) is decided by it, gradient beside it
-    from headprune_core.stemcells import StemCells
+    from headprune_core.multitask.stemcells import StemCells
     stem = StemCells(gts).run()
     g = Findings(study, plan).card_g()
     assert [r["heads by"] for r in g.rows] == ["gradient", "learned"] and "Decided by learned pruning" in g.protocol
@@ -111,14 +113,14 @@ def _verdict_rules(f, job, res):
 def test_findings_plan_of_a_plan(tiny_cache, monkeypatch):
     from dataclasses import replace
 
-    from headprune_core.findings import findings_plan
-    from headprune_core.study import get_preset
+    from headprune_core.findings.plan import findings_plan
+    from headprune_core.plans.presets import find_plan
     root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
-    assert findings_plan(get_preset("demo"), (12, 12)) == get_preset("findings")
-    assert findings_plan(get_preset("findings"), (12, 12)) is get_preset("findings")
-    other = findings_plan(replace(get_preset("demo"), model="x"), (12, 12))
-    assert other.model == "x" and other.gradts[0]["model"] == "x" and other.refinetune == get_preset("findings").refinetune
+    assert findings_plan(find_plan("demo"), (12, 12)) == find_plan("findings")
+    assert findings_plan(find_plan("findings"), (12, 12)) is find_plan("findings")
+    other = findings_plan(replace(find_plan("demo"), model="x"), (12, 12))
+    assert other.model == "x" and other.gradts[0]["model"] == "x" and other.refinetune == find_plan("findings").refinetune
     plan = StudyPlan(name="p", description="", model=model, tasks=("pos", "name"), langs=("en", "de"),
                      settings=("multi",), train={"max_train_sentences": 50, "epochs": 1.0, "seed": 3})
     f = findings_plan(plan, (3, 4))

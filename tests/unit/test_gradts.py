@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 from datasets import ClassLabel, Features, Value
 
-import headprune_core.study as study_mod
-from headprune_core.affinity import correlation_matrix, gradts_map, rank_auxiliary
-from headprune_core.config import GradTSConfig
-from headprune_core.gradts import (GRADTS_PRESETS, GradTS, GradTSPlan, format_table, normalize_unit,
-                                   random_sets, random_size, validation_table)
-from headprune_core.affinity import select_instances
-from headprune_core.store import Store
-from headprune_core.study import Study
+import headprune_core.runs.study as study_mod
+from headprune_core.methods.similarity import correlation_matrix
+from headprune_core.multitask.affinity import gradts_map, rank_auxiliary
+from headprune_core.runs.config import GradTSConfig
+from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan, normalize_unit
+from headprune_core.multitask.gradts import GradTS, format_table, random_sets, random_size, validation_table
+from headprune_core.multitask.affinity import select_instances
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
 from tests.app.fixture_cache import LEXICON, build_fixture_cache
 from tests.hub_copy import write_hub_repo
 
@@ -163,7 +164,7 @@ def test_run_is_cached_and_reports_table_and_times(env):
 
 
 def test_cli_gradts_then_affinity_from_the_cache(env, capsys):
-    from headprune_core.cli import main
+    from headprune_core.cli.main import main
     p = replace(plan(env["model"], ["pos/en", "name/en", "pos/es"], ["pos/es"], threshold=0.0), max_trial=1,
                 random_seeds=(0,))
     path = env["tmp"] / "plan.json"
@@ -180,8 +181,10 @@ def test_cli_gradts_then_affinity_from_the_cache(env, capsys):
     assert "auxiliary units for name/en" in out and len(env["calls"]["finetune"]) == n  # maps were cached
     assert main(["gradts", str(path), "--cache", root, "--max-trial", "-1"]) == 2
     assert "--max-trial must be 0" in capsys.readouterr().err
-    assert main(["gradts", str(path), "--cache", root, "--train-seeds", "13,x"]) == 2
-    assert "--train-seeds takes comma-separated integers" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # argparse refuses it before any work
+        main(["gradts", str(path), "--cache", root, "--train-seeds", "13,x"])
+    assert exit_info.value.code == 2
+    assert "--train-seeds: expected comma-separated whole numbers, got '13,x'" in capsys.readouterr().err
     assert main(["stemcells", str(path), "--cache", root, "--device", "cpu", "--l0-epochs", "2"]) == 0
     out = capsys.readouterr().out
     assert "heads kept by at least k of 3 tasks" in out and "stem cells (kept by >= 2)" in out
@@ -189,7 +192,7 @@ def test_cli_gradts_then_affinity_from_the_cache(env, capsys):
     assert main(["stemcells", str(path), "--cache", root, "--device", "cpu", "--penalty", "0.02"]) == 0
     assert "L0 weight 0.02" in capsys.readouterr().out  # as few heads as the task allows: another run
     assert main(["gradts", "no-such-plan", "--cache", root]) == 2
-    assert "unknown GradTS preset 'no-such-plan'; known: gradts-demo" in capsys.readouterr().err
+    assert "unknown GradTS plan 'no-such-plan'; known: gradts-demo" in capsys.readouterr().err
 
 
 def _write_glue(tmp_path):
@@ -256,9 +259,11 @@ def test_units_plans_and_random_sets():
     assert random_sets(pool, 9, (0,), primary="x") == [pool]
     assert random_size([], []) == 1 and random_size(["a"], []) == 1 and random_size(["a"], ["b", "c"]) == 2
     with pytest.raises(ValueError, match="unknown GradTS method"):
-        GradTSPlan(name="x", description="", units=("pos/en",), primaries=(), method="taylor")
+        GradTSPlan(name="x", description="", units=("pos/en", "pos/de"), primaries=("pos/en",), method="taylor")
     with pytest.raises(ValueError, match="not fine-tuning options"):
-        GradTSPlan(name="x", description="", units=("pos/en",), primaries=(), train={"tasks": ("a",)})
+        GradTSPlan(name="x", description="", units=("pos/en", "pos/de"), primaries=("pos/en",), train={"tasks": ("a",)})
+    with pytest.raises(ValueError, match="GradTS needs at least two distinct task units"):
+        GradTSPlan(name="x", description="", units=("pos/en",), primaries=("pos/en",))
     demo = GRADTS_PRESETS["gradts-demo"]
     assert len(demo.units) >= 8 and len(demo.primaries) == 2 and "Subsampled" in demo.note
     assert GradTSPlan.from_dict(demo.to_dict()) == demo
@@ -300,7 +305,7 @@ def test_fg_keeps_exactly_the_examples_above_the_threshold_and_trains_on_them(en
     assert ft.key() != gts.multi_config("name/en", aux).key()
     # cached: per-example maps are not recomputed
     again = GradTS(env["study"](), p)
-    import headprune_core.study as sm
+    import headprune_core.runs.study as sm
     real = sm.instance_kv_maps
     sm.instance_kv_maps = lambda *a, **k: pytest.fail("per-example maps recomputed")
     try:
@@ -335,7 +340,7 @@ def test_bandit_search_is_cached_per_seed(env):
 
 
 def test_stem_cells_from_learned_pruning_per_task_and_multitask(env):
-    from headprune_core.stemcells import StemCells, expected_claimed
+    from headprune_core.multitask.stemcells import StemCells, expected_claimed
     units = ["pos/en", "name/en", "pos/es"]
     study = env["study"]()
     gts = GradTS(study, plan(env["model"], units, ["name/en"]))

@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2Model
 
-from headprune_core.heads import (UnsupportedModelError, count_parameters, head_gates, head_shape, kept_heads,
-                                  present_mask, prune_heads)
+from headprune_core.encoders.heads import (UnsupportedModelError, count_parameters, head_gates, head_shape, kept_heads,
+                                           present_mask, prune_heads)
 from tests.tiny_models import FAMILIES, random_batch, tiny_encoder
 
 
@@ -149,7 +149,7 @@ def test_wrong_mask_shape_and_unsupported_family():
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_attention_probs_match_eager_weights(family):
-    from headprune_core.heads import attention_probs
+    from headprune_core.encoders.heads import attention_probs
     model, batch = tiny_encoder(family), random_batch()
     with torch.no_grad():
         ref = model(**batch, output_attentions=True).attentions

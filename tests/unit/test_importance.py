@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from headprune_core.classifier import HeadedEncoder, TaskHead
-from headprune_core.heads import head_shape, prune_heads
-from headprune_core.importance import METHODS, normalise, score_heads, spearman_matrix
+from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
+from headprune_core.encoders.heads import head_shape, prune_heads
+from headprune_core.base.choices import METHODS
+from headprune_core.methods.importance import normalise, score_heads
+from headprune_core.methods.similarity import spearman_matrix
 from tests.tiny_models import random_batch, tiny_encoder
 
 
@@ -121,7 +123,7 @@ def test_spearman_matrix_matches_scipy():
 @pytest.mark.parametrize("n, tol", [(144, 0.012), (12, 0.03)])
 def test_spearman_chance_band_holds_95_percent_of_random_rankings(n, tol):
     """The band's half-width is the 95th percentile of |rho| between independent random rankings (simulated)."""
-    from headprune_core.importance import spearman_chance_band
+    from headprune_core.methods.similarity import spearman_chance_band
     rng = np.random.default_rng(0)
     base = np.arange(n, dtype=np.float64)
     rhos = [np.corrcoef(base, rng.permutation(n))[0, 1] for _ in range(6000)]  # ranks: Pearson = Spearman
@@ -135,8 +137,8 @@ def test_spearman_chance_band_holds_95_percent_of_random_rankings(n, tol):
 
 def test_per_example_kv_maps_equal_kv_grad_on_each_example_alone():
     """GradTS-fg's batched per-example maps: one backward per batch gives each example's own kv_grad map."""
-    from headprune_core.importance import instance_kv_maps
-    from headprune_core.train import batches
+    from headprune_core.methods.importance import instance_kv_maps
+    from headprune_core.methods.train import batches
     from tests.unit.test_train import _sentence_rows, _token_rows
     for kind, rows, labels in (("token", _token_rows(10), ("A", "B", "C")), ("sentence", _sentence_rows(10), ("n", "p"))):
         torch.manual_seed(0)

@@ -4,8 +4,8 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
-from headprune_core.classifier import HeadedEncoder, TaskHead
-from headprune_core.inspector import head_attention, split_words, tag_sentence
+from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
+from headprune_core.encoders.inspector import head_attention, split_words, tag_sentence
 from tests.tiny_models import tiny_encoder
 
 

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 import torch
 
-from headprune_core.config import RunConfig
-from headprune_core.store import Store
-from headprune_core.study import PRESETS, Study
+from headprune_core.runs.config import RunConfig
+from headprune_core.runs.store import Store
+from headprune_core.plans.presets import PRESETS
+from headprune_core.runs.study import Study
 
 BASE = {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3, "batch_size": 8}
 
@@ -69,7 +70,7 @@ def test_kept_rows_key_the_rows_they_read(study):
 
 
 def test_the_table_covers_every_keyed_finetune_field():
-    from headprune_core.config import FinetuneConfig
+    from headprune_core.runs.config import FinetuneConfig
     keyed = {f.name for f in dataclasses.fields(FinetuneConfig) if f.metadata.get("key", True)}
     # fingerprints: tested below; from_checkpoint: tests/unit/test_own_data.py (a checkpoint's own key)
     assert {name for name, _ in FT_FIELDS} == keyed - {"model_fp", "data_fp", "from_checkpoint"}
@@ -121,8 +122,9 @@ def test_effective_values_key_like_what_is_computed(study):
 
 def test_cli_defaults_find_what_the_demo_trained(study):
     """The README's CLI examples must reuse the demo's fine-tune, not train it again."""
-    from headprune_core.cli import _ft as cli_ft
-    from headprune_core.cli import build_parser, check_run
+    from headprune_core.cli.runs import finetune_config as cli_ft
+    from headprune_core.cli.args import build_parser
+    from headprune_core.cli.runs import check_run
     args = build_parser().parse_args(["finetune", "--model", study.model_id])
     check_run(args)  # what every command does first: fills the default training language (en)
     demo = study.finetune_config("pos", ("en",), **PRESETS["demo"].train)
@@ -186,8 +188,8 @@ def _recorded_reads(cfg: RunConfig, seen: set[str], prefix: str = "") -> RunConf
     cls = type(cfg)
     names = {f.name for f in dataclasses.fields(cls)}
     here = Path(__file__).resolve()
-    quiet = {Path(sys.modules["headprune_core.config"].__file__).resolve(),
-             Path(sys.modules["headprune_core.store"].__file__).resolve(), here}
+    quiet = {Path(sys.modules["headprune_core.runs.config"].__file__).resolve(),
+             Path(sys.modules["headprune_core.runs.store"].__file__).resolve(), here}
 
     class Recorded(cls):
         def __getattribute__(self, attr):
@@ -238,7 +240,7 @@ def test_computations_read_only_keyed_fields(study, tmp_path):
 def test_data_fingerprint_hashes_the_rows_read(tiny_cache, tmp_path, monkeypatch):
     """Changing a sentence a run reads changes its key; changing one it does not read does not."""
     from headprune_core.data.corpora import corpus_dir
-    from headprune_core.study import subset_indices
+    from headprune_core.runs.study import subset_indices
     root, model = tiny_cache
     copy = tmp_path / "cache"
     import shutil
@@ -275,7 +277,7 @@ def test_data_fingerprint_hashes_the_rows_read(tiny_cache, tmp_path, monkeypatch
 def test_model_fingerprint_covers_weights_anywhere_and_the_tokenizer(tiny_cache, tmp_path):
     import shutil
 
-    from headprune_core.models import model_fingerprint
+    from headprune_core.encoders.models import model_fingerprint
     _, model = tiny_cache
     folder = tmp_path / "model"
     shutil.copytree(model, folder)

@@ -10,9 +10,10 @@ import pytest
 import torch
 from scipy.special import erf
 
-from headprune_core import e5s1, fetch, models
-from headprune_core.e5s1 import E5S1Header, UnigramVocab
-from headprune_core.models import EMBEDDED, ModelLoadError, hub_revision, load_model, model_fingerprint
+from headprune_core.encoders import e5s1, models
+from headprune_core.base import fetch
+from headprune_core.encoders.e5s1 import E5S1Header, UnigramVocab
+from headprune_core.encoders.models import EMBEDDED, ModelLoadError, hub_revision, load_model, model_fingerprint
 
 H, NL, NH, FF, MAXP = 32, 2, 4, 64, 24  # in-features must be whole 32-weight blocks
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]

@@ -12,12 +12,14 @@ import pytest
 import torch
 from datasets import ClassLabel, Features, List, Value
 
-from headprune_core.cli import main
+from headprune_core.cli.main import main
 from headprune_core.data import CorpusError, get_task, list_tasks, load_task
 from headprune_core.data.refs import DataRef, load_ref, parse_ref, parse_sources
-from headprune_core.data.user import AlreadyRegistered, register, registered, remove
-from headprune_core.store import Store
-from headprune_core.study import Study, StudyPlan, run_plan
+from headprune_core.data.user import AlreadyRegistered, register, remove
+from headprune_core.data.registry import registered
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
+from headprune_core.plans.plan import StudyPlan, run_plan
 from tests.hub_copy import write_hub_repo
 from tests.own_data import SIZES, text_files, token_files, token_sentences, write_checkpoint
 
@@ -254,7 +256,7 @@ def test_finetuned_checkpoint_is_used_as_is(tiny_cache, capsys, tmp_path):
     out = _cli(capsys, "prune", "--finetuned", str(ckpt), "--task", "pos", "--lang", "en", "--k", "2",
                "--out", str(tmp_path / "p"))
     assert "2 heads removed" in out
-    from headprune_core.pruned import load_pruned
+    from headprune_core.encoders.pruned import load_pruned
     pruned = load_pruned(tmp_path / "p")
     assert int(sum(m.num_attention_heads for m in (l.attention.self for l in pruned.encoder.encoder.layer))) == 10
 
@@ -262,7 +264,7 @@ def test_finetuned_checkpoint_is_used_as_is(tiny_cache, capsys, tmp_path):
 def test_finetuned_refuses_other_heads_and_unknown_labels(tiny_cache, tmp_path):
     from transformers import BertConfig, BertForSequenceClassification
 
-    from headprune_core.models import ModelLoadError
+    from headprune_core.encoders.models import ModelLoadError
     root, model = tiny_cache
     seq = tmp_path / "seq"
     BertForSequenceClassification(BertConfig.from_pretrained(model)).save_pretrained(seq)

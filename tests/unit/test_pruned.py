@@ -7,9 +7,9 @@ import json
 import pytest
 import torch
 
-from headprune_core.classifier import HeadedEncoder, TaskHead
-from headprune_core.heads import count_parameters, head_gates, kept_heads
-from headprune_core.pruned import load_pruned, save_pruned
+from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
+from headprune_core.encoders.heads import count_parameters, head_gates, kept_heads
+from headprune_core.encoders.pruned import load_pruned, save_pruned
 from tests.tiny_models import FAMILIES, random_batch, tiny_encoder
 
 

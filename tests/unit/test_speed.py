@@ -1,4 +1,4 @@
-"""Timing side by side and the FLOP model of pruned encoders (headprune_core.speed)."""
+"""Timing side by side and the FLOP model of pruned encoders (headprune_core.encoders.speed)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from headprune_core.classifier import HeadedEncoder, TaskHead
-from headprune_core.evaluate import pruned_copy
-from headprune_core.speed import encoder_flops, flop_limit, interleaved, measure_speed, paired_ratios, spread
+from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
+from headprune_core.encoders.heads import pruned_copy
+from headprune_core.encoders.speed import encoder_flops, flop_limit, interleaved, measure_speed, paired_ratios, spread
 from tests.tiny_models import tiny_encoder
 
 

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from headprune_core import files as files_mod
-from headprune_core.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
-from headprune_core.store import Store, Weights
+from headprune_core.base import files as files_mod
+from headprune_core.runs.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
+from headprune_core.runs.store import Store
+from headprune_core.base.artifacts import Weights
 
 FT = FinetuneConfig(model="me5-small", tasks=("pos",), train_langs=("en",), model_fp="m" * 16, data_fp="d" * 16)
 SC = ScoreConfig(finetune=FT, task="pos", lang="de", data_fp="s" * 16)
@@ -41,7 +42,8 @@ def test_an_option_added_later_keeps_the_keys_computed_before_it():
     """from_checkpoint came after entries existed: at its default it is not hashed, so their keys stand."""
     import hashlib
 
-    from headprune_core.config import SCHEMA_VERSION, canonical_json
+    from headprune_core.runs.config import SCHEMA_VERSION
+    from headprune_core.base.specs import canonical_json
     before = {k: v for k, v in FT.keyed().items()}
     assert "from_checkpoint" not in before
     payload = canonical_json({"kind": "finetune", "schema": SCHEMA_VERSION, "version": FT.version, "config": before})
@@ -229,7 +231,7 @@ def test_list_find_delete(tmp_path):
 
 
 def test_cache_root_env_and_a_file_in_the_way(monkeypatch, tmp_path):
-    from headprune_core import store as store_mod
+    from headprune_core.runs import store as store_mod
     monkeypatch.setenv("HEADPRUNE_CACHE", str(tmp_path))
     assert store_mod.cache_root() == tmp_path.resolve()
     assert Store().root == tmp_path.resolve() / "runs"

@@ -7,9 +7,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from headprune_core.config import RefinetuneConfig
-from headprune_core.store import Store
-from headprune_core.study import Study, StudyPlan, plan_jobs, run_plan, split_unit
+from headprune_core.runs.config import RefinetuneConfig
+from headprune_core.runs.retrain import refinetune_parts
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
+from headprune_core.plans.plan import StudyPlan, plan_jobs, run_plan
+from headprune_core.runs.config import split_unit
 
 
 def _plan(model: str) -> StudyPlan:
@@ -77,7 +80,7 @@ def test_refinetune_keeps_best_k_on_dev(tiny_cache, monkeypatch):
     dev = [res["dev"][lab]["score"] for lab in res["levels"]]
     assert res["best"] == {str(ft.seed): res["levels"][max(range(3), key=lambda i: (dev[i], -i))]}
     assert set(res["test"]) == {"en", "de"}
-    parts = study.refinetune_parts(rc)
+    parts = refinetune_parts(study, rc)
     assert parts[0].finetune == ft  # level 0 is the unpruned fine-tune itself
     ranking = study.importance(rc.ranking)
     lowest = {tuple(int(v) for v in np.unravel_index(i, ranking.shape))
@@ -105,14 +108,14 @@ def test_refinetune_controls_layers_and_seeds(tiny_cache, monkeypatch):
     imp = RefinetuneConfig(finetune=ft, ranking=ranking, levels=(3,), max_sentences=30)
     rev = imp.replace(strategy="reverse")
     rnd = imp.replace(strategy="random", ranking=None, random_seed=5)
-    top = set(study.refinetune_parts(rev)[1].finetune.pruned)
-    low = set(study.refinetune_parts(imp)[1].finetune.pruned)
+    top = set(refinetune_parts(study, rev)[1].finetune.pruned)
+    low = set(refinetune_parts(study, imp)[1].finetune.pruned)
     assert len(top) == len(low) == 3 and not top & low
     order = np.argsort(study.importance(ranking), axis=None, kind="stable")
     assert {tuple(int(v) for v in np.unravel_index(i, shape)) for i in order[-3:]} == top
-    assert len(study.refinetune_parts(rnd)[1].finetune.pruned) == 3
+    assert len(refinetune_parts(study, rnd)[1].finetune.pruned) == 3
     layers = RefinetuneConfig(finetune=ft, strategy="layers", seeds=(1, 2), max_sentences=30)
-    parts = study.refinetune_parts(layers)
+    parts = refinetune_parts(study, layers)
     assert [(p.label, p.seed) for p in parts] == [(lab, s) for lab in ("0", "bottom", "middle", "top") for s in (1, 2)]
     third = shape[0] // 3
     assert {layer for layer, _ in parts[2].finetune.pruned} == set(range(third))  # bottom, seed 1
@@ -128,7 +131,7 @@ def test_refinetune_controls_layers_and_seeds(tiny_cache, monkeypatch):
     with pytest.raises(ValueError, match="needs a ranking"):
         RefinetuneConfig(finetune=ft, strategy="reverse")
     with pytest.raises(ValueError, match="cannot prune 999 heads"):
-        study.refinetune_parts(rnd.replace(levels=(999,)))
+        refinetune_parts(study, rnd.replace(levels=(999,)))
 
 
 def test_units_and_errors(tiny_cache, monkeypatch):
@@ -177,7 +180,8 @@ def test_plan_refinetune_experiments_expand_with_their_options(tiny_cache, monke
 def test_plan_affinity_computes_the_gradts_maps_only(tiny_cache, monkeypatch, tmp_path):
     """A plan's ``affinity`` GradTS plans add each unit's single-task fine-tune and head map as jobs (the task
     affinity matrix), not the multi-task validation; restricted plans leave them out."""
-    from headprune_core.gradts import GradTS, GradTSPlan
+    from headprune_core.multitask.gradts import GradTS
+    from headprune_core.multitask.plan import GradTSPlan
     root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
     gplan = {"name": "g", "description": "tiny", "model": model, "units": ["pos/en", "name/en", "pos/de"],
@@ -201,5 +205,5 @@ def test_plan_affinity_computes_the_gradts_maps_only(tiny_cache, monkeypatch, tm
     (demo_maps,) = StudyPlan.from_dict({**plan.to_dict(), "affinity": ["gradts-demo"]}).gradts_plans(
         field_name="affinity")
     assert demo_maps.model == model and len(demo_maps.units) == 8
-    with pytest.raises(ValueError, match="affinity: unknown GradTS preset 'nope'"):
+    with pytest.raises(ValueError, match="affinity: unknown GradTS plan 'nope'"):
         StudyPlan.from_dict({**plan.to_dict(), "affinity": ["nope"]})

@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from headprune_core.cli import main
-from headprune_core.store import Store
-from headprune_core.study import Study, plan_jobs, run_plan
+from headprune_core.cli.main import main
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
+from headprune_core.plans.plan import plan_jobs, run_plan
 import torch
 
-from headprune_core.sweep import (THREAD_SCALING, Progress, SweepSpec, build_graph, dry_run, format_dry_run,
-                                  job_work, list_sweeps, run_job)
+from headprune_core.runs.estimate import THREAD_SCALING, job_work
+from headprune_core.plans.progress import Progress, list_sweeps
+from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
+from headprune_core.plans.sweep_ray import run_job
 
 
 def _spec(model: str, **over) -> dict:
@@ -25,7 +28,7 @@ def _spec(model: str, **over) -> dict:
 
 
 @pytest.mark.parametrize("data, message", [
-    ([], "sweep spec: a sweep spec is a JSON object, got list"),
+    ([], "sweep spec: a sweep spec is a JSON object of fields, got list"),
     ({"models": ["m"]}, "sweep spec: a sweep spec needs a name"),
     ({"name": "../x"}, "sweep name"),
     ({"name": "s", "model": "m"}, "write 'model' as 'models' (a list: the sweep's grid)"),
@@ -36,7 +39,7 @@ def _spec(model: str, **over) -> dict:
                                                               "finetune, score, eval, curve, refinetune"),
     ({"name": "s", "resources": {"score": {"num_cpus": -1}}}, "resources.score.num_cpus must be a number of at least 0"),
     ({"name": "s", "resources": {"score": {"memory": 1}}}, "resources.score takes num_cpus, num_gpus"),
-    ({"name": "s", "preset": "nope"}, "unknown preset 'nope'; known: demo"),
+    ({"name": "s", "preset": "nope"}, "unknown study plan 'nope'; known: demo, findings"),
     ({"name": "s", "epochs": 3}, "unknown plan fields ['epochs']"),
     ({"name": "s", "_model": "x"}, "unknown plan fields ['_model']"),
     ({"name": "s", "strategies": ["best"]}, "unknown strategy 'best'"),
@@ -66,10 +69,10 @@ def test_unknown_field_names_the_sweep_fields_too():
 
 
 def test_preset_spec_is_the_preset(tmp_path):
-    from headprune_core.study import get_preset
+    from headprune_core.plans.presets import find_plan
     spec = SweepSpec.from_dict({"name": "d", "preset": "demo"})
     (plan,) = spec.plans()
-    demo = get_preset("demo")
+    demo = find_plan("demo")
     assert {**plan.to_dict(), "name": "demo", "description": ""} == {**demo.to_dict(), "description": ""}
     grid = SweepSpec.from_dict({"name": "d", "preset": "demo", "seeds": [1, 2], "langs": ["en", "de"],
                                 "models": ["me5-small", "minilm-l6-en"]})
@@ -263,7 +266,8 @@ def test_job_work_units(tiny_cache, tmp_path):
 def test_a_plans_gradts_validation_is_one_sweep_job(tiny_cache, tmp_path, monkeypatch):
     """A plan's ``gradts`` (here a plan file) becomes one job; the worker computes it from the plan sent with
     the job, and its entry is the one the sequential GradTS gives."""
-    from headprune_core.gradts import GradTS, GradTSPlan
+    from headprune_core.multitask.gradts import GradTS
+    from headprune_core.multitask.plan import GradTSPlan
     root, model = tiny_cache
     store = _cache(root, tmp_path / "cache", monkeypatch)
     gplan = {"name": "g", "description": "tiny", "model": model, "units": ["pos/en", "name/en", "pos/de"],
@@ -287,5 +291,5 @@ def test_a_plans_gradts_validation_is_one_sweep_job(tiny_cache, tmp_path, monkey
     def rows(res):  # times aside
         return [{k: v for k, v in r.items() if k != "train_seconds"} for r in res["result"]["validation"][0]["rows"]]
     assert rows(mine) == rows(seq) and len(rows(mine)) >= 4
-    with pytest.raises(ValueError, match="gradts: unknown GradTS preset 'nope'"):
+    with pytest.raises(ValueError, match="gradts: unknown GradTS plan 'nope'"):
         SweepSpec.from_dict(_spec(model, gradts=["nope"]))

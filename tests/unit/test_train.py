@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from headprune_core.classifier import HeadedEncoder, TaskHead
-from headprune_core.evaluate import evaluate
-from headprune_core.train import batches, collate, finetune, load_trained, schedule, trained_weights
+from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
+from headprune_core.methods.evaluate import evaluate
+from headprune_core.methods.train import batches, collate, finetune, load_trained, schedule, trained_weights
 from tests.tiny_models import tiny_encoder
 
 

@@ -5,8 +5,8 @@ import pytest
 from seqeval.metrics import f1_score
 from seqeval.scheme import IOB2
 
-from headprune_core.evaluate import score_predictions
-from headprune_core.uncertainty import bootstrap_ci, describe_diff, metric_of, paired_bootstrap, resamples
+from headprune_core.methods.evaluate import score_predictions
+from headprune_core.methods.uncertainty import bootstrap_ci, describe_diff, metric_of, paired_bootstrap, resamples
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
@@ -118,7 +118,7 @@ def test_resampling_seeds_widens_intervals_by_the_spread_between_training_runs()
 
 
 def test_curve_means_pair_every_point_on_the_same_resamples():
-    from headprune_core.uncertainty import curve_mean_ci, paired_curves
+    from headprune_core.methods.uncertainty import curve_mean_ci, paired_curves
     rng = np.random.default_rng(5)
     n = 120
     total = [10] * n

@@ -1,0 +1,52 @@
+"""Command line: ``headprune <command> ...`` (or ``python -m headprune_core``; ``--help`` on any command).
+
+The parser (:mod:`headprune_core.cli.args`) needs no heavy import, so ``--help`` and bad arguments answer at
+once; each command's module (``cli/runs.py``, ``plans``, ``multitask``, ``cache``, ``data``) is imported when
+its command runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from pathlib import Path
+
+from headprune_core.base.cache import check_folder
+from headprune_core.cli.args import build_parser
+
+COMMANDS = {
+    "prepare": "data", "tasks": "data", "data": "data",
+    "study": "plans", "sweep": "plans",
+    "affinity": "multitask", "gradts": "multitask", "stemcells": "multitask",
+    "finetune": "runs", "score": "runs", "curve": "runs", "evaluate": "runs", "refinetune": "runs", "prune": "runs",
+    "ls": "cache", "show": "cache", "rm": "cache", "export": "cache",
+}
+"""Each command and the module of ``headprune_core.cli.main`` whose ``cmd_<command>`` runs it."""
+
+
+def command(name: str):
+    """The function that runs command ``name``."""
+    # imported here, on use: the command modules import torch, datasets and transformers (seconds), which
+    # --help and a mistyped argument never need
+    module = importlib.import_module(f"headprune_core.cli.{COMMANDS[name]}")
+    return getattr(module, f"cmd_{name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    try:
+        if getattr(args, "cache", None):
+            os.environ["HEADPRUNE_CACHE"] = str(check_folder(Path(args.cache).expanduser().resolve(),
+                                                             "cache folder"))
+        return command(args.command)(args) or 0
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished results stay cached; run the same command again to resume.",
+              file=sys.stderr)
+        return 130
+    except (ValueError, KeyError, OSError, RuntimeError) as err:
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"error: {msg}", file=sys.stderr)
+        return 2

@@ -1,0 +1,104 @@
+"""Commands that run plans: ``study`` (a preset or a plan file, one job after another) and ``sweep`` (grids of
+plans on Ray)."""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm.auto import tqdm
+
+from headprune_core.cli.multitask import cmd_gradts
+from headprune_core.cli.runs import with_ci, with_cli_sources
+from headprune_core.multitask.plan import GRADTS_PRESETS
+from headprune_core.plans.plan import plan_jobs, run_plan
+from headprune_core.plans.presets import find_plan
+from headprune_core.plans.progress import running_sweeps
+from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
+from headprune_core.plans.sweep_ray import run_sweep
+from headprune_core.runs.estimate import describe_estimate, estimate_jobs
+
+
+def cmd_study(args) -> int:
+    if args.preset in GRADTS_PRESETS:  # `study gradts-demo` is the same as `gradts gradts-demo`
+        for name in ("units", "primaries", "method"):
+            setattr(args, name, None)
+        return cmd_gradts(args)
+    plan = find_plan(args.preset)
+    plan = plan.restricted(langs=args.langs, tasks=args.tasks, sentences=args.sentences)
+    plan = with_cli_sources(plan, args)
+    _check_plan_langs(plan)
+    study = plan.study(device=args.device)
+    _print_estimate(study, plan)
+    bar = tqdm(desc=f"study {plan.name}", unit="job")
+
+    def on_job(i, n, what, cached):
+        bar.total = n
+        bar.set_postfix_str(("cached: " if cached else "") + what)
+        bar.update(1 if i else 0)
+
+    res = run_plan(study, plan, on_job=on_job)
+    bar.update(1)
+    bar.close()
+    print(f"{res['jobs']} jobs, {res['computed']} computed, {res['seconds']:.1f} s")
+    _print_summary(study, plan)
+    return 0
+
+
+def _print_estimate(study, plan) -> None:
+    """Before a study starts: how many results are missing and about how long they take here."""
+    todo = [j.cfg for j in plan_jobs(study, plan) if not study.store.has(j.cfg)]
+    if not todo:
+        return
+    print(f"study {plan.name}: {len(todo)} results to compute, {describe_estimate(estimate_jobs(study.store, todo))}",
+          file=sys.stderr)
+
+
+def _check_plan_langs(plan) -> None:
+    """Every language of the plan belongs to one of its tasks (a typo would otherwise silently drop it)."""
+    known = sorted({lang for task in plan.tasks for lang in plan.task_langs(task)})
+    unknown = [lang for lang in plan.langs if lang not in known and "*" not in known]
+    if unknown:
+        raise ValueError(f"unknown language(s) {', '.join(unknown)} for the plan's tasks "
+                         f"({', '.join(plan.tasks)}); known: {', '.join(known)}")
+
+
+def _print_summary(study, plan) -> None:
+    for task in plan.tasks:
+        train_langs = plan.source_langs if plan.settings[0] == "cross" else plan.task_langs(task)
+        ft = study.finetune_config(task, train_langs, setting=plan.settings[0], **plan.train)
+        for lang in plan.task_langs(task):
+            ev = study.evaluation(study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences))
+            print(f"  {task:6} {lang}: {ev['metric']} {with_ci(ev)}")
+
+
+def cmd_sweep(args) -> int:
+    spec = SweepSpec.from_file(args.spec)
+    if args.running:
+        for rec, s in running_sweeps():
+            if rec.get("name") == spec.name:
+                print(f"sweep {spec.name} runs: {s['finished']} of {s['total']} jobs finished")
+                return 0
+        print(f"no sweep {spec.name} runs on this cache")
+        return 1
+    graph = build_graph(spec, device=args.device)
+    if args.dry_run:
+        print(format_dry_run(dry_run(graph, cpus=args.cpus)))
+        return 0
+    counts = graph.counts()
+    bar = tqdm(desc=f"sweep {spec.name}", unit="job", total=len(graph.nodes), initial=counts["cached"])
+
+    def on_event(node, g) -> None:
+        bar.total = len(g.nodes)
+        if node.state in ("done", "failed", "skipped", "cached"):
+            bar.update(1)
+        bar.set_postfix_str(f"{node.state}: {node.what}"[:80])
+
+    res = run_sweep(graph, address=args.address, cpus=args.cpus, gpus=args.gpus, on_event=on_event)
+    bar.close()
+    print(f"{res.jobs} jobs: {res.cached} were cached, {res.computed} computed, {len(res.failed)} failed, "
+          f"{len(res.skipped)} skipped; {res.seconds:.1f} s (Ray start {res.ray_seconds:.1f} s)")
+    for node in res.failed:
+        print(f"  failed after {node.attempts} attempt(s): {node.what}: {node.error}", file=sys.stderr)
+    for node in res.skipped:
+        print(f"  skipped: {node.what}: {node.error}", file=sys.stderr)
+    return 0 if res.ok else 1

@@ -1,0 +1,2 @@
+"""What to compute: study plans and presets (each expands into cached jobs), plan lookup, and sweeps (grids of
+plans run on Ray)."""

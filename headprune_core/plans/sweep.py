@@ -1,0 +1,396 @@
+"""Sweeps: grids of studies (models x data x tasks x languages x settings x seeds x strategies x pruning levels x
+re-fine-tuning) run on Ray, one Ray task per cached job, into one shared cache.
+
+A :class:`SweepSpec` expands into study plans, one per (model, data, seed), and each plan into exactly the jobs
+``headprune study`` runs (:func:`~headprune_core.plans.plan.plan_jobs`). :func:`build_graph` de-duplicates them
+by cache key and links each job to the results it reads (a score reads its fine-tune, a curve its fine-tune and
+its ranking: :func:`~headprune_core.runs.config.nested_configs`). :func:`~headprune_core.plans.sweep_ray.run_sweep` submits a
+job when everything it reads is in the cache; the worker computes through the :class:`Store`, so a job another
+sweep is computing waits on its per-key lock and then reads the entry. Cached jobs are never submitted; a failed
+job is retried once by Ray (a killed worker included) and then reported with the jobs that needed it, and the
+others go on. Progress goes to ``<cache>/sweeps/<name>/progress.json`` (the Runs page shows it).
+
+>>> # spec = SweepSpec.from_file("sweeps/demo.json"); graph = build_graph(spec)
+>>> # print(format_dry_run(dry_run(graph)))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from headprune_core.base.files import check_name, read_json
+from headprune_core.base.specs import check_object
+from headprune_core.data.refs import parse_sources
+from headprune_core.multitask.gradts import GradTS
+from headprune_core.multitask.plan import GradTSPlan
+from headprune_core.plans.plan import StudyPlan, plan_jobs
+from headprune_core.plans.presets import find_plan
+from headprune_core.runs.config import RunConfig, nested_configs
+from headprune_core.runs.estimate import JOB_KINDS, estimate, later_jobs, later_seconds, measured_rates, minutes
+from headprune_core.runs.jobs import describe
+from headprune_core.runs.retrain import refinetune_parts
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
+
+RESOURCE_NAMES = ("num_cpus", "num_gpus")
+SPEC_FIELDS = ("name", "description", "preset", "models", "data", "seeds", "resources", "kinds")
+"""A spec's own fields; every other field is a study-plan field (see StudyPlan) shared by every grid point."""
+
+
+def default_resources(gpus: float) -> dict[str, dict[str, float]]:
+    """Ray resources per job kind: one CPU each (torch uses as many threads as the task has CPUs); on a cluster
+    with GPUs a whole GPU for each fine-tune, half of one for a scoring or evaluation job."""
+    out = {}
+    for kind in JOB_KINDS:
+        gpu = (1.0 if kind in ("finetune", "refinetune", "gradts") else 0.5) if gpus else 0.0
+        out[kind] = {"num_cpus": 1.0, "num_gpus": gpu}
+    return out
+
+
+# --- the spec ----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A grid of studies. ``plan`` holds the study-plan fields every point shares; the grid is ``models`` x
+    ``data`` (source maps, ``{}`` = embedded corpora) x ``seeds`` (fine-tuning seeds; empty: the plan's)."""
+
+    name: str
+    plan: dict
+    models: tuple[str, ...]
+    data: tuple[dict, ...] = ({},)
+    seeds: tuple[int, ...] = ()
+    resources: dict = field(default_factory=dict)
+    description: str = ""
+    # the plans' jobs of these kinds (and what they read) form the sweep; default every kind. The demo's cold
+    # start runs its fine-tunes, scores and evaluations first and its curves behind the dashboard.
+    kinds: tuple[str, ...] = JOB_KINDS
+
+    @classmethod
+    def from_dict(cls, data, *, where: str = "sweep spec", base: Path | None = None) -> "SweepSpec":
+        """A spec from JSON data; relative local data files are relative to ``base``. Every grid point is
+        checked as a study plan here, so a bad field fails before any work, naming ``where``."""
+        check_object(data, where=where, what="sweep spec")
+        if "name" not in data:
+            raise ValueError(f"{where}: a sweep spec needs a name")
+        try:
+            name = check_name(str(data["name"]), "sweep name")
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        plan: dict = {}  # defaults: the preset's fields, else StudyPlan's
+        model, sources = StudyPlan.__dataclass_fields__["model"].default, {}
+        if data.get("preset") is not None:
+            try:
+                preset = find_plan(data["preset"])
+            except ValueError as err:
+                raise ValueError(f"{where}: {err}") from None
+            plan = {k: v for k, v in preset.to_dict().items() if k not in ("name", "description", "model", "sources")}
+            model, sources = preset.model, preset.sources
+        for bad, use in (("model", "models"), ("sources", "data")):
+            if bad in data:
+                raise ValueError(f"{where}: write {bad!r} as {use!r} (a list: the sweep's grid)")
+        plan.update({k: v for k, v in data.items() if k not in SPEC_FIELDS})
+        models = data.get("models", [model])
+        if isinstance(models, str):
+            models = [models]
+        if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
+            raise ValueError(f"{where}: models must be a non-empty list of model names, got {models!r}")
+        sources = data.get("data", [sources])
+        if isinstance(sources, dict):
+            sources = [sources]
+        if not isinstance(sources, list) or not sources:
+            raise ValueError(f"{where}: data must be a source map or a non-empty list of them, got {sources!r}")
+        parsed = []
+        for i, src in enumerate(sources):
+            refs = parse_sources(src, where=f"{where}: data #{i + 1}", base=base)
+            parsed.append({k: v.to_json() for k, v in refs.items()})
+        seeds = data.get("seeds", [])
+        if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+            raise ValueError(f"{where}: seeds must be a list of whole numbers, got {seeds!r}")
+        resources = _check_resources(data.get("resources", {}), where)
+        kinds = data.get("kinds", list(JOB_KINDS))
+        if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) for k in kinds):
+            raise ValueError(f"{where}: kinds must be a non-empty list of job kinds, got {kinds!r}")
+        for kind in kinds:
+            if kind not in JOB_KINDS:
+                raise ValueError(f"{where}: unknown job kind {kind!r} in kinds; known: {', '.join(JOB_KINDS)}")
+        spec = cls(name=name, plan=plan, models=tuple(models), data=tuple(parsed), seeds=tuple(seeds),
+                   resources=resources, description=str(data.get("description", "")),
+                   kinds=tuple(k for k in JOB_KINDS if k in kinds))
+        spec.plans(where=where)  # every grid point is a valid plan
+        return spec
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "SweepSpec":
+        return cls.from_dict(read_json(path, "sweep spec (JSON)"), where=str(path),
+                             base=Path(path).resolve().parent)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "description": self.description, **self.plan, "models": list(self.models),
+                "data": list(self.data), "seeds": list(self.seeds), "resources": self.resources,
+                "kinds": list(self.kinds)}
+
+    def points(self) -> list[tuple[str, dict, int | None]]:
+        """The grid: (model, data sources, seed or None) in spec order."""
+        return [(m, d, s) for m in self.models for d in self.data for s in (self.seeds or (None,))]
+
+    def plans(self, *, where: str | None = None) -> list[StudyPlan]:
+        """One study plan per grid point (named ``<sweep>-<n>``)."""
+        out = []
+        for i, (model, sources, seed) in enumerate(self.points()):
+            fields = {**self.plan, "name": f"{self.name}-{i + 1}", "model": model, "sources": sources,
+                      "description": self.description or f"sweep {self.name}"}
+            if seed is not None:
+                fields["train"] = {**fields.get("train", {}), "seed": seed}
+            label = f"{where or 'sweep ' + repr(self.name)}: {self.label(i)}"
+            try:
+                out.append(StudyPlan.from_dict(fields, where=label))
+            except ValueError as err:
+                message = str(err)
+                if "unknown plan fields" in message:
+                    message += f"; a sweep spec also has: {', '.join(SPEC_FIELDS)}"
+                raise ValueError(message) from None
+        return out
+
+    def label(self, i: int) -> str:
+        """What tells grid point ``i`` apart: its model, data and seed (only the dimensions that vary)."""
+        model, sources, seed = self.points()[i]
+        parts = []
+        if len(set(self.models)) > 1:
+            parts.append(model)
+        if len({json.dumps(d, sort_keys=True) for d in self.data}) > 1:
+            parts.append(f"data #{self.data.index(sources) + 1}")
+        if len(set(self.seeds)) > 1:
+            parts.append(f"seed {seed}")
+        return ", ".join(parts) or "the only grid point"
+
+
+def _check_resources(resources, where: str) -> dict:
+    if not isinstance(resources, dict):
+        raise ValueError(f"{where}: resources must be an object {{kind: {{num_cpus, num_gpus}}}}, got {resources!r}")
+    for kind, res in resources.items():
+        if kind not in JOB_KINDS:
+            raise ValueError(f"{where}: resources for unknown job kind {kind!r}; known: {', '.join(JOB_KINDS)}")
+        if not isinstance(res, dict) or set(res) - set(RESOURCE_NAMES):
+            raise ValueError(f"{where}: resources.{kind} takes {', '.join(RESOURCE_NAMES)}, got {res!r}")
+        for name, value in res.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{where}: resources.{kind}.{name} must be a number of at least 0, got {value!r}")
+    return resources
+
+
+# --- the job graph -----------------------------------------------------------------------------------------------
+
+@dataclass
+class Node:
+    """One cached job of a sweep and what it reads (``deps``, ids of other nodes)."""
+
+    id: str  # "<kind>/<key>"
+    what: str
+    cfg: RunConfig
+    plan: int  # index of the plan (grid point) whose Study computes it
+    deps: list[str] = field(default_factory=list)
+    state: str = "todo"  # cached | todo | running | done | failed | skipped
+    expanded: bool = True  # a re-fine-tuning's parts are added once its ranking is scored
+    seconds: float | None = None
+    computed: bool = False
+    attempts: int = 0
+    host: str = ""
+    error: str = ""
+
+
+def node_id(cfg: RunConfig) -> str:
+    return f"{cfg.kind}/{cfg.key()}"
+
+
+class SweepGraph:
+    """The jobs of a sweep, de-duplicated by key, each with the ids of what it reads (a plan's jobs come after
+    what they read; a re-fine-tuning's parts are added after it, when its ranking is in the cache)."""
+
+    def __init__(self, spec: SweepSpec, *, store: Store | None = None, device: str = "auto"):
+        self.spec = spec
+        self.store = store or Store()
+        self.device = device
+        self.plans = spec.plans()
+        shared: dict[tuple, Study] = {}  # grid points that differ only by seed read the same data and model
+        self.studies = []
+        for plan in self.plans:
+            same = (plan.model, json.dumps(plan.sources, sort_keys=True), plan.finetuned)
+            if same not in shared:
+                shared[same] = plan.study(store=self.store, device=device, progress=False)
+            self.studies.append(shared[same])
+        self.nodes: dict[str, Node] = {}
+        # what tells the grid points' jobs apart in their names
+        self.suffixes = [f" [{spec.label(i)}]" if len(self.plans) > 1 else "" for i in range(len(self.plans))]
+        for i, (plan, study) in enumerate(zip(self.plans, self.studies)):
+            for job in plan_jobs(study, plan):
+                if job.cfg.kind in spec.kinds:  # what it reads is added whatever its kind
+                    self.add(job.what + self.suffixes[i], job.cfg, i)
+        self.refresh()
+
+    def add(self, what: str, cfg: RunConfig, plan: int) -> str:
+        """Add ``cfg`` (and, first, every config it reads) unless a node has its key; return its id."""
+        nid = node_id(cfg)
+        if nid in self.nodes:
+            return nid
+        deps = [self.add(describe(c) + self.suffixes[plan], c, plan) for c in nested_configs(cfg)]
+        self.nodes[nid] = Node(nid, what, cfg, plan, deps, expanded=cfg.kind != "refinetune")
+        return nid
+
+    def expand(self, node: Node) -> list[Node]:
+        """Add a re-fine-tuning's parts (per level and seed: the pruned fine-tune, its dev and test evaluations)
+        once its ranking is in the cache; it then waits for them. Returns the new nodes."""
+        if node.expanded:
+            return []
+        before = set(self.nodes)
+        parts = [self.add(describe(c) + self.suffixes[node.plan], c, node.plan)
+                 for part in refinetune_parts(self.studies[node.plan], node.cfg) for c in part.configs()]
+        node.deps = list(dict.fromkeys(node.deps + parts))
+        node.expanded = True
+        new = [self.nodes[n] for n in self.nodes if n not in before]
+        for n in new:
+            n.state = "cached" if self.store.has(n.cfg) else "todo"
+        return new
+
+    def refresh(self) -> None:
+        """Mark every node cached or to do from the store; expand re-fine-tunings whose ranking is cached."""
+        for n in list(self.nodes.values()):
+            if n.state in ("todo", "cached"):
+                n.state = "cached" if self.store.has(n.cfg) else "todo"
+        for n in list(self.nodes.values()):
+            if not n.expanded and all(self.nodes[d].state == "cached" for d in n.deps):
+                self.expand(n)
+
+    def ready(self) -> list[Node]:
+        """Nodes to do whose inputs are all in the cache. A re-fine-tuning whose ranking and fine-tune are is
+        expanded first (and is ready only once its parts are)."""
+        while True:
+            out, grew = [], False
+            for n in list(self.nodes.values()):
+                if n.state != "todo" or not self._inputs_done(n):
+                    continue
+                if not n.expanded:
+                    self.expand(n)
+                    grew = True
+                    if not self._inputs_done(n):
+                        continue
+                out.append(n)
+            if not grew:
+                return out
+
+    def _inputs_done(self, n: Node) -> bool:
+        return all(self.nodes[d].state in ("cached", "done") for d in n.deps)
+
+    def dependents(self, nid: str) -> list[Node]:
+        """Every node that reads ``nid``, directly or not."""
+        seen, frontier = set(), {nid}
+        while frontier:
+            frontier = {n.id for n in self.nodes.values() if frontier & set(n.deps) and n.id not in seen}
+            seen |= frontier
+        return [n for i, n in self.nodes.items() if i in seen]
+
+    def gradts_plan(self, node: Node) -> GradTSPlan:
+        """The GradTS plan a ``gradts`` node validates (one of its grid point's ``gradts`` plans)."""
+        for gplan in self.plans[node.plan].gradts_plans():
+            if GradTS(self.studies[node.plan], gplan).config().key() == node.cfg.key():
+                return gplan
+        raise ValueError(f"no GradTS plan of the sweep gives the job {node.what!r}")
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in ("cached", "todo", "running", "done", "failed", "skipped")}
+        for n in self.nodes.values():
+            out[n.state] += 1
+        return out
+
+
+def build_graph(spec: SweepSpec, *, store: Store | None = None, device: str = "auto") -> SweepGraph:
+    return SweepGraph(spec, store=store, device=device)
+
+
+def job_resources(spec: SweepSpec, gpus: float = 0.0) -> dict[str, dict[str, float]]:
+    """Ray resources per job kind: the defaults, then the spec's ``resources``."""
+    resources = default_resources(gpus)
+    for kind, res in spec.resources.items():
+        resources[kind] = {**resources[kind], **res}
+    return resources
+
+
+def dry_run(graph: SweepGraph, *, cpus: int | None = None) -> dict:
+    """What a run would do, computing nothing: jobs per kind (total, cached, to compute), estimated compute
+    time from measured job times at the CPU threads each job gets, and a wall-time estimate on ``cpus`` CPUs
+    (default: this machine's), never below the longest chain of jobs that wait for each other."""
+    rates = measured_rates(graph.store)
+    cpus = cpus or max(1, os.cpu_count() or 1)
+    per_job = {kind: max(res["num_cpus"], 1e-3) for kind, res in job_resources(graph.spec).items()}
+    kinds: dict[str, dict] = {}
+    finish: dict[str, float] = {}
+    unknown, notes = set(), set()
+    total = cpu_seconds = 0.0
+    for n in graph.nodes.values():
+        kind = n.cfg.kind
+        row = kinds.setdefault(kind, {"jobs": 0, "cached": 0, "todo": 0, "seconds": 0.0})
+        row["jobs"] += 1
+        secs = 0.0
+        if n.state == "cached":
+            row["cached"] += 1
+        else:
+            row["todo"] += 1
+            est, how = estimate(n.cfg, rates, cpus=per_job[kind])
+            if est is None:
+                unknown.add(kind)
+            else:
+                secs = est
+                if how != "measured" and how != "assembles cached parts":
+                    notes.add((how.removeprefix("measured, "), kind))
+            row["seconds"] += secs
+            total += secs
+            cpu_seconds += secs * per_job[kind]
+        finish[n.id] = secs  # its own time, for now; the chain through what it reads below
+    pending = [n for n in graph.nodes.values() if not n.expanded and n.state == "todo"]
+    later = sum(sum(later_jobs(n.cfg)) for n in pending)
+    later_each = [later_seconds(n.cfg, rates, per_job) for n in pending]
+    later_total = None if None in later_each else sum(later_each)
+    if later_total:
+        total += later_total
+        cpu_seconds += later_total * per_job["finetune"]
+        for n, secs in zip(pending, later_each):
+            finish[n.id] += secs
+    ends: dict[str, float] = {}
+
+    def end(nid: str) -> float:  # finishing time of a node if each job starts when its inputs are done
+        if nid not in ends:
+            ends[nid] = finish[nid] + max((end(d) for d in graph.nodes[nid].deps), default=0.0)
+        return ends[nid]
+
+    critical = max((end(nid) for nid in graph.nodes), default=0.0)
+    return {"name": graph.spec.name, "plans": len(graph.plans), "jobs": len(graph.nodes),
+            "cached": sum(r["cached"] for r in kinds.values()), "todo": sum(r["todo"] for r in kinds.values()),
+            "kinds": kinds, "seconds": total, "cpus": cpus, "wall_seconds": max(cpu_seconds / cpus, critical),
+            "critical_seconds": critical, "unknown_kinds": sorted(unknown),
+            "notes": [f"{', '.join(sorted(k for h, k in notes if h == how))}: {how}"
+                      for how in sorted({h for h, _ in notes})],
+            "measured_entries": sum(n for r in rates.values() for _, n in r.values()), "later_jobs": later,
+            "later_seconds": later_total}
+
+
+def format_dry_run(report: dict) -> str:
+    lines = [f"sweep {report['name']}: {report['plans']} grid point(s), {report['jobs']} jobs, "
+             f"{report['cached']} cached, {report['todo']} to compute"]
+    lines.append(f"  {'kind':<11}{'jobs':>6}{'cached':>8}{'to do':>7}  est. compute")
+    for kind, row in report["kinds"].items():
+        est = "unknown" if kind in report["unknown_kinds"] and row["todo"] else minutes(row["seconds"])
+        lines.append(f"  {kind:<11}{row['jobs']:>6}{row['cached']:>8}{row['todo']:>7}  {est}")
+    if report["later_jobs"]:
+        est = "not estimated" if report["later_seconds"] is None else \
+            f"about {minutes(report['later_seconds'])}, included below"
+        lines.append(f"  + {report['later_jobs']} re-fine-tuning jobs, known once their rankings are scored ({est})")
+    notes = [f"from {report['measured_entries']} measured entries in this cache"] + report["notes"]
+    if report["unknown_kinds"]:
+        notes.append(f"{', '.join(report['unknown_kinds'])}: no measured time yet, counted as 0")
+    lines.append(f"estimated compute {minutes(report['seconds'])} ({'; '.join(notes)}); on {report['cpus']} "
+                 f"CPUs about {minutes(report['wall_seconds'])} wall (longest chain "
+                 f"{minutes(report['critical_seconds'])}), plus starting Ray (a local cluster: 4.7-5.4 s "
+                 "measured on 2 cores)")
+    return "\n".join(lines)

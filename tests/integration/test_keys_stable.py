@@ -1,0 +1,39 @@
+"""The cache keys of the demo, findings and GradTS presets are the ones they had before the package was laid out
+in layers (recorded in data/plan_keys.json from the flat layout): moving code must not move a result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from headprune_core.multitask.gradts import GradTS
+from headprune_core.multitask.plan import find_gradts_plan
+from headprune_core.plans.plan import plan_jobs
+from headprune_core.plans.presets import find_plan
+from headprune_core.runs.study import Study
+
+pytestmark = pytest.mark.slow
+
+RECORDED = json.loads((Path(__file__).parent / "data" / "plan_keys.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def study():
+    return Study("me5-small", progress=False)
+
+
+@pytest.mark.parametrize("preset", ["demo", "findings"])
+def test_plan_keys_are_the_recorded_ones(study, preset):
+    keys = {j.what: f"{j.cfg.kind}/{j.cfg.key()}" for j in plan_jobs(study, find_plan(preset))}
+    assert keys == RECORDED[preset]
+    if preset == "demo":
+        assert len(keys) == 72  # 10 fine-tunes, 24 scores, 16 evaluations, 22 curves
+
+
+@pytest.mark.parametrize("preset", ["gradts-demo", "gradts-findings"])
+def test_gradts_keys_are_the_recorded_ones(study, preset):
+    gts = GradTS(study, find_gradts_plan(preset))
+    keys = {"config": gts.config().key(), **{u: gts.score_config(u).key() for u in gts.units}}
+    assert keys == RECORDED[preset]
