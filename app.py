@@ -13,11 +13,11 @@ import streamlit as st
 
 from headprune_app import cached
 from headprune_app import selection as S
-from headprune_core.base.choices import SETTINGS
-from headprune_core.data.refs import names_task
-from headprune_core.base.choices import METHODS, NORMALIZATIONS
-from headprune_core.encoders.models import EMBEDDED
 from headprune_core.base.cache import cache_root
+from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
+from headprune_core.data.refs import names_task
+from headprune_core.encoders.models import EMBEDDED
+from headprune_core.plans.presets import available_plans
 
 st.set_page_config(page_title="headprune", page_icon=":material/content_cut:", layout="wide")
 
@@ -47,7 +47,7 @@ def _model_name(model_id: str) -> str:
 def sidebar() -> S.Selection:
     """The shared choices; widget keys carry their context so stale values never meet new options."""
     root = str(cache_root())
-    plans, problems = S.available_plans()
+    plans, problems = available_plans()
     ready = [n for n, p in plans.items() if cached.model_info(p.model)["ready"]]
     names = list(plans)
     with st.sidebar:

@@ -14,9 +14,9 @@ import torch
 from bench import workload
 from bench.report import Goal, Section
 from headprune_core.encoders.device import pick_device
-from headprune_core.methods.evaluate import evaluate, strategy_mask
 from headprune_core.encoders.heads import head_shape
 from headprune_core.encoders.speed import interleaved, paired_ratios, spread
+from headprune_core.methods.evaluate import evaluate, strategy_mask
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 

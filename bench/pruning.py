@@ -22,11 +22,24 @@ import torch
 from bench import workload
 from bench.report import Goal, Section
 from headprune_core.encoders.device import autocast, pick_device
-from headprune_core.encoders.heads import pruned_copy
+from headprune_core.encoders.heads import (
+    adapter_for,
+    count_parameters,
+    encoder_layers,
+    head_dim,
+    head_shape,
+    pruned_copy,
+)
+from headprune_core.encoders.speed import (
+    flop_limit,
+    forward_fn,
+    hidden_sizes,
+    interleaved,
+    paired_ratios,
+    spread,
+    synchronize,
+)
 from headprune_core.methods.evaluate import strategy_mask
-from headprune_core.encoders.heads import adapter_for, count_parameters, encoder_layers, head_dim, head_shape
-from headprune_core.encoders.speed import (flop_limit, forward_fn, hidden_sizes, interleaved, paired_ratios, spread,
-                                           synchronize)
 
 FRACTIONS = (0.25, 0.5, 0.75)
 

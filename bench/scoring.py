@@ -22,8 +22,8 @@ from bench import workload
 from bench.report import Goal, Section
 from headprune_core.encoders.device import autocast, pick_device
 from headprune_core.encoders.heads import head_gates, head_shape
-from headprune_core.methods.importance import score_heads
 from headprune_core.encoders.speed import interleaved, paired_ratios, spread
+from headprune_core.methods.importance import score_heads
 
 
 def bertology_reference(model, batches: list[dict]) -> np.ndarray:

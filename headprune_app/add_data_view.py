@@ -12,8 +12,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_core.base.files import safe_filename, write_file_atomic
+from headprune_app import cached
 from headprune_core.base.cache import cache_root
+from headprune_core.base.files import safe_filename, write_file_atomic
+from headprune_core.data.loading import load_local
+from headprune_core.data.preview import corpus_report, examples
+from headprune_core.data.refs import load_ref, parse_ref
+from headprune_core.data.registry import registered
+from headprune_core.data.user import register
+from headprune_core.encoders.models import load_tokenizer
 
 MAX_UPLOAD_MB = 50  # .streamlit/config.toml server.maxUploadSize
 UPLOAD_TYPES = ["conll", "conllu", "txt", "tsv", "iob", "bio", "jsonl", "json", "csv", "parquet"]
@@ -46,9 +53,6 @@ def preview(paths: tuple[str, ...], task: str, lang: str, fmt: str | None, colum
             tagset: str | None, model: str, max_length: int) -> dict:
     """What the core reads from ``paths`` (1 or 3 files): the corpus report with the model's tokenizer
     alignment, and the first sentences as (word, tag) rows. Raises the core's errors (file:line)."""
-    from headprune_core.data.loading import load_local
-    from headprune_core.data.preview import corpus_report, examples
-    from headprune_core.encoders.models import load_tokenizer
 
     kw = {"columns": columns} if columns else {}
     data = load_local(task, lang, list(paths), format=fmt, tagset=tagset, **kw)
@@ -59,7 +63,6 @@ def preview(paths: tuple[str, ...], task: str, lang: str, fmt: str | None, colum
 
 def register_files(paths: tuple[str, ...], name: str, lang: str, *, fmt, columns, tagset, replace: bool,
                    originals: list[str]) -> dict:
-    from headprune_core.data.user import register
     meta = register(name, lang, list(paths), format=fmt, columns=columns, tagset=tagset, replace=replace,
                     description=f"uploaded: {', '.join(originals)}")
     refresh()
@@ -68,8 +71,6 @@ def register_files(paths: tuple[str, ...], name: str, lang: str, *, fmt, columns
 
 def register_hub(ref_text: str, name: str, lang: str, *, columns, replace: bool) -> dict:
     """Load a Hub data set (``hub:NAME[:CONFIG]`` or ``NAME[:CONFIG]``) and register it under ``name``."""
-    from headprune_core.data.refs import load_ref, parse_ref
-    from headprune_core.data.user import register
     text = ref_text.strip()
     ref = parse_ref(text if text.startswith("hub") else f"hub:{text}", columns=columns or None)
     data = load_ref(ref, name, lang)
@@ -88,12 +89,10 @@ def message(err: BaseException, kept: dict[str, Path]) -> str:
 
 def refresh() -> None:
     """Forget cached task lists, so the sidebar offers a new corpus at once."""
-    from headprune_app import cached
     cached.prepared_languages.clear()
 
 
 def registered_table() -> list[dict]:
-    from headprune_core.data.registry import registered
     return [{"task": name, "language": lang, "kind": m["kind"], "labels": len(m["labels"]),
              **{s: m.get("counts", {}).get(s, 0) for s in ("train", "validation", "test")},
              "from": m.get("description", ""), "fingerprint": m.get("fingerprint", "")}

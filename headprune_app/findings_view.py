@@ -10,8 +10,9 @@ import streamlit as st
 
 from headprune_app import cached
 from headprune_app import selection as S
-from headprune_core.findings.cards import Card, Findings, INCONCLUSIVE, MISSING, NOT_REPRODUCED, REPRODUCED
+from headprune_core.findings.cards import INCONCLUSIVE, MISSING, NOT_REPRODUCED, REPRODUCED, Card, Findings
 from headprune_core.findings.plan import findings_plan
+from headprune_core.runs.estimate import describe_estimate
 
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), NOT_REPRODUCED: ("red", ":material/cancel:"),
           INCONCLUSIVE: ("orange", ":material/help:"), MISSING: ("gray", ":material/hourglass_empty:")}
@@ -48,30 +49,21 @@ def cards(f: Findings) -> list[Card]:
     return memo[key]
 
 
-def estimate_text(f: Findings) -> str:
-    est = f.estimate()
-    minutes = est["seconds"] / 60
-    text = f"about {minutes:.0f} min" if minutes >= 1 else "under a minute"
-    if est["unknown"]:
-        text += f" plus {', '.join(est['unknown'])} jobs never measured in this cache"
-    return text
-
-
 def offer(f: Findings) -> None:
     """Say what is missing and compute it on a click, with a progress bar; rerun when done."""
     missing = f.missing()
     if not missing:
         return
-    text = estimate_text(f)
+    text = describe_estimate(f.estimate())
     st.info(f"**{len(missing)} of {len(f.jobs)} results** of plan **{f.plan.name}** are not computed yet "
-            f"({text} on this machine, one job after another, from the job times measured in this cache; "
-            "re-fine-tunings count every run at the unpruned model's time, so the estimate is high). Cards "
+            f"({text}, one job after another on this machine; re-fine-tunings count every run at the unpruned "
+            "model's time, so the estimate is high). Cards "
             "without their results say so. Nothing computes until you click; finished results stay cached if "
             "you stop.")
     with st.expander("What will be computed"):
         st.dataframe(pd.DataFrame([{"job": j.what, "kind": j.cfg.kind} for j in missing]), hide_index=True)
     if st.button(f"Compute the findings ({text})", type="primary", key="compute_findings"):
-        if cached.run_jobs(f.study, [(j.what, j.run) for j in missing], title="Findings"):
+        if cached.run_jobs(f.study, missing, title="Findings"):
             st.session_state.pop("_findings", None)
             st.rerun()
 

@@ -8,6 +8,7 @@ import streamlit as st
 
 from headprune_app import selection as S
 from headprune_core.base.choices import STRATEGIES as CORE_STRATEGIES
+from headprune_core.methods.uncertainty import paired_bootstrap
 from headprune_core.runs.config import l0_pairs
 
 STRATEGIES = (*CORE_STRATEGIES[:-1], "learned", CORE_STRATEGIES[-1])
@@ -62,7 +63,6 @@ def mask_payload(mask: np.ndarray, sel: S.Selection, *, strategy: str, label: st
 
 def change(base: dict, now: dict) -> dict:
     """The masked evaluation against the unpruned one on the same sentences: paired bootstrap difference."""
-    from headprune_core.methods.uncertainty import paired_bootstrap
     return paired_bootstrap(base["units"], now["units"])
 
 

@@ -3,16 +3,13 @@ experiment (configured, estimated, computed on a click)."""
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
-import streamlit as st
 
 from headprune_app import cached
 from headprune_app import selection as S
-from headprune_core.runs.config import RefinetuneConfig, config_from_dict
 from headprune_core.findings.cards import FAMILIES, ci_text, diff_text
 from headprune_core.plans.presets import FINDINGS_RETRAIN
+from headprune_core.runs.config import RefinetuneConfig, config_from_dict
 from headprune_core.runs.study import Study
 
 STRATEGY_TEXT = {"importance": "lowest-ranked heads (Ma et al.)", "reverse": "top-ranked heads (control)",
@@ -96,19 +93,6 @@ def new_experiment(st_: Study, sel: S.Selection, *, strategy: str, levels: tuple
                                max_sentences=sel.plan.score_sentences) if strategy in ("importance", "reverse") else None
     return RefinetuneConfig(finetune=ft, ranking=ranking, strategy=strategy, levels=levels, seeds=seeds,
                             eval_langs=tuple(sel.langs), max_sentences=sentences)
-
-
-def estimate_minutes(st_: Study, rc: RefinetuneConfig) -> str:
-    from headprune_core.runs.estimate import estimate, later_seconds, measured_rates
-    rates = measured_rates(st_.store)
-    cpus = max(1, os.cpu_count() or 1)
-    secs = later_seconds(rc, rates, {"finetune": cpus, "eval": cpus})
-    if secs is None:
-        return "no fine-tuning time measured in this cache yet"
-    if not st_.store.has(rc.finetune):
-        first, _ = estimate(rc.finetune, rates, cpus=cpus)
-        secs += first or 0.0
-    return f"about {secs / 60:.0f} min on this machine" if secs >= 60 else "under a minute on this machine"
 
 
 def default_train() -> dict:

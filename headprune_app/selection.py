@@ -2,8 +2,8 @@
 configurations that choice means. Plain Python, no Streamlit: the frame builds a :class:`Selection`, pages turn
 it into cache keys with the functions here, so a page finds exactly what ``run_plan`` computed.
 
-Study plans are the core's presets plus plan files (JSON, the fields of ``StudyPlan``, as ``python -m
-headprune_core study FILE`` reads them) found in ``<cache>/plans/``.
+Study plans are the core's presets plus plan files (JSON, the fields of ``StudyPlan``, as ``headprune study FILE``
+reads them) found in ``<cache>/plans/`` (:func:`headprune_core.plans.presets.available_plans`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from headprune_core.runs.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
 from headprune_core.base.files import check_name, write_file_atomic
-from headprune_core.base.cache import cache_root
-from headprune_core.plans.presets import PRESETS
-from headprune_core.runs.study import Study
 from headprune_core.plans.plan import StudyPlan
+from headprune_core.plans.presets import plans_dir
+from headprune_core.runs.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
+from headprune_core.runs.study import Study
 
 STRATEGY_LABELS = {
     "importance": "least important first",
@@ -34,33 +33,10 @@ LANGUAGE_NAMES = {"en": "English", "de": "German", "es": "Spanish", "fr": "Frenc
                   "nl": "Dutch", "pt": "Portuguese", "tr": "Turkish"}
 
 
-def plans_dir() -> Path:
-    return cache_root() / "plans"
-
-
-def load_plan_file(path: str | Path) -> StudyPlan:
-    """A ``StudyPlan`` from a JSON file; unknown or missing fields and bad values fail naming the file."""
-    return StudyPlan.from_file(path)
-
-
 def save_plan_file(plan: StudyPlan) -> Path:
     """Write ``plan`` to ``<cache>/plans/<name>.json`` (so the frame offers it next time)."""
     path = plans_dir() / f"{check_name(plan.name, 'plan name')}.json"
     return write_file_atomic(path, json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
-
-
-def available_plans() -> tuple[dict[str, StudyPlan], list[str]]:
-    """Presets, then plan files in ``<cache>/plans``; returns (plans by name, problems with unreadable files)."""
-    plans: dict[str, StudyPlan] = dict(PRESETS)
-    problems = []
-    for path in sorted(plans_dir().glob("*.json")) if plans_dir().is_dir() else []:
-        try:
-            plan = load_plan_file(path)
-        except (OSError, ValueError, TypeError) as err:
-            problems.append(f"{path.name}: {err}")
-            continue
-        plans[plan.name if plan.name not in PRESETS else f"{plan.name} ({path.name})"] = plan
-    return plans, problems
 
 
 def task_label(task: str) -> str:

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import torch
-from transformers import (BertConfig, BertModel, DistilBertConfig, DistilBertModel, ElectraConfig,
-                          ElectraModel, RobertaConfig, RobertaModel, XLMRobertaConfig, XLMRobertaModel)
+from transformers import (
+    BertConfig,
+    BertModel,
+    DistilBertConfig,
+    DistilBertModel,
+    ElectraConfig,
+    ElectraModel,
+    RobertaConfig,
+    RobertaModel,
+    XLMRobertaConfig,
+    XLMRobertaModel,
+)
 
 FAMILIES = ["bert", "roberta", "xlm-roberta", "distilbert", "electra"]
 VOCAB = 120

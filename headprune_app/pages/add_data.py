@@ -7,8 +7,8 @@ import streamlit as st
 from headprune_app import add_data_view as V
 from headprune_app import cached, charts
 from headprune_app import selection as S
-from headprune_core.runs.config import FinetuneConfig
 from headprune_core.data.formats import FORMATS
+from headprune_core.runs.config import FinetuneConfig
 
 sel: S.Selection = cached.selection()
 

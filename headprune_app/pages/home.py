@@ -5,6 +5,7 @@ import streamlit as st
 
 from headprune_app import cached, charts
 from headprune_app import selection as S
+from headprune_core.plans.progress import running_sweeps
 
 sel: S.Selection = cached.selection()
 
@@ -28,11 +29,11 @@ for note in S.language_notes(sel.task, sel.langs):
     st.caption(note)
 
 
-@st.fragment(run_every=5 if cached.running_sweeps() else None)
+@st.fragment(run_every=5 if running_sweeps() else None)
 def background() -> None:
     """While a sweep (start.sh's demo curves) runs on this cache: its progress, refreshed every 5 s; the page
     reruns when a job lands, so the table below counts it, and once more when the sweep ends."""
-    live = cached.running_sweeps()
+    live = running_sweeps()
     finished = sum(s["finished"] for _, s in live)
     seen, was_live = st.session_state.get("_sweeps_seen", finished), st.session_state.get("_sweeps_live")
     st.session_state["_sweeps_seen"], st.session_state["_sweeps_live"] = finished, bool(live)
@@ -66,8 +67,7 @@ with st.expander("Every result of the plan"):
 todo = [r for r in rows if r["status"] != "ok"]
 if todo:
     if st.button(f"Compute the {len(todo)} missing result(s)", type="primary", key="compute_missing"):
-        if cached.run_jobs(study, [(r["job"], cached.runner(study, r["_job"].cfg)) for r in todo],
-                           title="Computing"):
+        if cached.run_plan(study, sel.study_plan(), rows):
             st.rerun()
     st.caption("Fine-tuning me5-small takes a few minutes on a CPU; scoring and evaluation seconds per language.")
 else:

@@ -6,6 +6,7 @@ import streamlit as st
 from headprune_app import cached, charts, retrain_view
 from headprune_app import selection as S
 from headprune_core.base.choices import RETRAIN_STRATEGIES
+from headprune_core.runs.jobs import study_jobs
 
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
@@ -82,8 +83,7 @@ with st.expander("Run a new prune-then-retrain experiment", expanded=not found):
     n_runs = len(rc.points()) * len(rc.train_seeds())
     if study.store.has(rc):
         st.success("This experiment is cached: pick it above.")
-    elif st.button(f"Prune and retrain ({n_runs} fine-tunings, {retrain_view.estimate_minutes(study, rc)})",
+    elif st.button(f"Prune and retrain ({n_runs} fine-tunings, {cached.estimate_text(study, [rc])})",
                    type="primary", key="rt_run"):
-        if cached.run_jobs(study, [(retrain_view.describe(rc), lambda: study.refinetune(rc))],
-                           title="Prune & retrain"):
+        if cached.run_jobs(study, study_jobs(study, [rc], names=[retrain_view.describe(rc)]), title="Prune & retrain"):
             st.rerun()

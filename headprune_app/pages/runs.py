@@ -8,6 +8,8 @@ import streamlit as st
 
 from headprune_app import cached
 from headprune_app import selection as S
+from headprune_core.plans.presets import available_plans
+from headprune_core.plans.progress import list_sweeps, progress_summary
 
 sel: S.Selection = cached.selection()
 ss = st.session_state
@@ -45,12 +47,11 @@ else:
             st.rerun()
 
 
-@st.fragment(run_every=5 if any(r.get("state") == "running" for r in cached.sweeps()) else None)
+@st.fragment(run_every=5 if any(r.get("state") == "running" for r in list_sweeps()) else None)
 def sweeps_panel() -> None:
     """Sweeps (python -m headprune_core sweep) that wrote to this cache: progress, what runs where, failures.
     It refreshes itself every 5 s while one runs; their results show on every page as they land."""
-    from headprune_core.plans.progress import progress_summary
-    records = cached.sweeps()
+    records = list_sweeps()
     if not records:
         return
     st.subheader("Sweeps")
@@ -76,7 +77,7 @@ def sweeps_panel() -> None:
 sweeps_panel()
 
 st.subheader("Launch a study")
-plans, _ = S.available_plans()
+plans, _ = available_plans()
 name = st.selectbox("Plan", list(plans), index=list(plans).index(sel.plan.name) if sel.plan.name in plans else 0,
                     key="launch_plan")
 plan = plans[name]
@@ -96,5 +97,5 @@ st.write(f"{len(rows)} jobs, {missing} to compute.")
 if st.button(f"Run study '{todo.name}'", type="primary", disabled=not (tasks and langs), key="launch"):
     if cap:
         S.save_plan_file(todo)
-    if cached.launch(study, todo):
+    if cached.run_plan(study, todo, rows):
         st.success(f"Study '{todo.name}' is complete.")

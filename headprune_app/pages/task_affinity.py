@@ -8,9 +8,9 @@ from headprune_app import affinity_charts as AC
 from headprune_app import affinity_view as V
 from headprune_app import cached
 from headprune_app.charts import png_config
+from headprune_core.base.files import safe_filename
 from headprune_core.methods.similarity import correlation_matrix
 from headprune_core.multitask.affinity import rank_auxiliary, select_threshold
-from headprune_core.base.files import safe_filename
 from headprune_core.multitask.gradts import validation_table
 
 st.title("Task affinity (GradTS)")

@@ -1,8 +1,8 @@
 """Command line: ``headprune <command> ...`` (or ``python -m headprune_core``; ``--help`` on any command).
 
 The parser (:mod:`headprune_core.cli.args`) needs no heavy import, so ``--help`` and bad arguments answer at
-once; each command's module (``cli/runs.py``, ``plans``, ``multitask``, ``cache``, ``data``) is imported when
-its command runs.
+once; each command's module (``cli/runs.py``, ``plans``, ``sweep``, ``multitask``, ``cache``, ``data``) is
+imported when its command runs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from headprune_core.cli.args import build_parser
 
 COMMANDS = {
     "prepare": "data", "tasks": "data", "data": "data",
-    "study": "plans", "sweep": "plans",
+    "study": "plans", "sweep": "sweep",
     "affinity": "multitask", "gradts": "multitask", "stemcells": "multitask",
     "finetune": "runs", "score": "runs", "curve": "runs", "evaluate": "runs", "refinetune": "runs", "prune": "runs",
     "ls": "cache", "show": "cache", "rm": "cache", "export": "cache",

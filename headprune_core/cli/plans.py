@@ -1,5 +1,4 @@
-"""Commands that run plans: ``study`` (a preset or a plan file, one job after another) and ``sweep`` (grids of
-plans on Ray)."""
+"""The ``study`` command: a preset or a plan file, one job after another through the cache."""
 
 from __future__ import annotations
 
@@ -12,9 +11,6 @@ from headprune_core.cli.runs import with_ci, with_cli_sources
 from headprune_core.multitask.plan import GRADTS_PRESETS
 from headprune_core.plans.plan import plan_jobs, run_plan
 from headprune_core.plans.presets import find_plan
-from headprune_core.plans.progress import running_sweeps
-from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
-from headprune_core.plans.sweep_ray import run_sweep
 from headprune_core.runs.estimate import describe_estimate, estimate_jobs
 
 
@@ -69,36 +65,3 @@ def _print_summary(study, plan) -> None:
         for lang in plan.task_langs(task):
             ev = study.evaluation(study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences))
             print(f"  {task:6} {lang}: {ev['metric']} {with_ci(ev)}")
-
-
-def cmd_sweep(args) -> int:
-    spec = SweepSpec.from_file(args.spec)
-    if args.running:
-        for rec, s in running_sweeps():
-            if rec.get("name") == spec.name:
-                print(f"sweep {spec.name} runs: {s['finished']} of {s['total']} jobs finished")
-                return 0
-        print(f"no sweep {spec.name} runs on this cache")
-        return 1
-    graph = build_graph(spec, device=args.device)
-    if args.dry_run:
-        print(format_dry_run(dry_run(graph, cpus=args.cpus)))
-        return 0
-    counts = graph.counts()
-    bar = tqdm(desc=f"sweep {spec.name}", unit="job", total=len(graph.nodes), initial=counts["cached"])
-
-    def on_event(node, g) -> None:
-        bar.total = len(g.nodes)
-        if node.state in ("done", "failed", "skipped", "cached"):
-            bar.update(1)
-        bar.set_postfix_str(f"{node.state}: {node.what}"[:80])
-
-    res = run_sweep(graph, address=args.address, cpus=args.cpus, gpus=args.gpus, on_event=on_event)
-    bar.close()
-    print(f"{res.jobs} jobs: {res.cached} were cached, {res.computed} computed, {len(res.failed)} failed, "
-          f"{len(res.skipped)} skipped; {res.seconds:.1f} s (Ray start {res.ray_seconds:.1f} s)")
-    for node in res.failed:
-        print(f"  failed after {node.attempts} attempt(s): {node.what}: {node.error}", file=sys.stderr)
-    for node in res.skipped:
-        print(f"  skipped: {node.what}: {node.error}", file=sys.stderr)
-    return 0 if res.ok else 1

@@ -24,12 +24,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from huggingface_hub import HfApi, hf_hub_download, try_to_load_from_cache
+from safetensors import safe_open
+from safetensors.numpy import save_file
 from tokenizers import Tokenizer
 from tqdm.auto import tqdm
+from transformers import AutoConfig, AutoModel, AutoTokenizer, BertConfig, PreTrainedTokenizerFast
+from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from headprune_core.base import fetch
 from headprune_core.base.cache import cache_root
+from headprune_core.base.defaults import DEFAULT_MODEL
 from headprune_core.base.files import atomic_dir, read_json
 from headprune_core.encoders import e5s1
 from headprune_core.encoders.device import pick_device
@@ -37,7 +43,6 @@ from headprune_core.encoders.heads import ADAPTERS, UnsupportedModelError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "me5-small"
 META_FILE = "headprune_model.json"
 META_VERSION = 1
 PREPARE_HINT = "run `python -m headprune_core prepare` first"
@@ -192,8 +197,6 @@ def convert_e5s1(e5s1_path: Path, tokenizer_json: Path, out_dir: Path, *, model_
     built from ``tokenizer_json``, which must list the same pieces as the E5S1 file) and ``headprune_model.json``
     last. The folder is checked (loads without missing weights; no ``<unk>`` on :data:`SMOKE_SENTENCES`).
     """
-    from safetensors.numpy import save_file
-    from transformers import BertConfig, PreTrainedTokenizerFast
 
 
     t0 = time.perf_counter()
@@ -243,7 +246,6 @@ def _check_tokenizer_matches(tokenizer_json: Path, f):
 
 def _check_folder_loads(folder: Path) -> None:
     """Load the written folder once: no missing or unexpected weights (pooler excepted)."""
-    from transformers import AutoModel
 
     _, info = AutoModel.from_pretrained(folder, output_loading_info=True, add_pooling_layer=False,
                                         trust_remote_code=False)
@@ -256,7 +258,6 @@ def _check_folder_loads(folder: Path) -> None:
 
 def _check_tokenizer_coverage(folder: Path) -> None:
     """Every smoke sentence tokenizes without ``<unk>`` and with word ids (needed for label alignment)."""
-    from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(folder)
     enc = tok(list(SMOKE_SENTENCES.values()))
@@ -305,8 +306,6 @@ def load_model(model_id: str, *, device: str | None = None, add_pooling_layer: b
     Raises:
         ModelLoadError: not prepared, no such folder, unknown id / Hub unreachable, or unloadable weights.
     """
-    import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 
     source, src = resolve(model_id)
@@ -344,7 +343,6 @@ def load_model(model_id: str, *, device: str | None = None, add_pooling_layer: b
 
 def load_tokenizer(model_id: str):
     """The tokenizer of ``model_id`` alone (no weights): for previews and alignment statistics."""
-    from transformers import AutoTokenizer
 
     source, src = resolve(model_id)
     try:
@@ -411,7 +409,6 @@ def config_head_shape(model_id: str) -> tuple[int, int]:
     source, src = resolve(model_id)
     try:
         if source == "hub":
-            from transformers import AutoConfig
 
             config = AutoConfig.from_pretrained(src, trust_remote_code=False).to_dict()
         else:
@@ -441,8 +438,6 @@ def checkpoint_classifier(model_id: str) -> dict:
     (labels, hidden) and ``classifier.bias`` from its safetensors file. A checkpoint of another head (sequence
     classification, masked LM) or without label names fails saying so.
     """
-    import torch
-    from safetensors import safe_open
 
     source, src = resolve(model_id)
     if source == "hub":
@@ -515,7 +510,6 @@ def _load_error(model_id: str, source: str, err: Exception) -> ModelLoadError:
 
 def _accepts_pooling_flag(config) -> bool:
     """Whether this architecture's base model takes ``add_pooling_layer`` (BERT, RoBERTa, XLM-R do)."""
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
     try:
         cls = MODEL_MAPPING[type(config)]
@@ -549,7 +543,6 @@ def _faithful_tokenizer(tok, src: str, source: str):
     loaded = json.loads(tok.backend_tokenizer.to_str())
     if all(shipped.get(k) == loaded.get(k) for k in ("normalizer", "pre_tokenizer")):
         return tok
-    from transformers import PreTrainedTokenizerFast
 
     log.info("%s: %s changes the shipped tokenizer.json pipeline; using it as a generic fast tokenizer",
              src, type(tok).__name__)

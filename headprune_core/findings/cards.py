@@ -35,8 +35,8 @@ from headprune_core.multitask.stemcells import StemCells
 from headprune_core.plans.plan import StudyPlan, plan_jobs
 from headprune_core.plans.presets import find_plan
 from headprune_core.runs.estimate import estimate_jobs
-from headprune_core.runs.retrain import refinetune_parts
 from headprune_core.runs.jobs import Job
+from headprune_core.runs.retrain import refinetune_parts
 from headprune_core.runs.study import Study
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, MISSING = ("reproduced", "not reproduced",

@@ -3,6 +3,8 @@ heads)`` maps with the band random rankings fall in, the overlap (Jaccard) of th
 puts similar maps together for heatmaps. Used across languages (Ma et al.) and across tasks (GradTS, stem cells).
 
 >>> import numpy as np
+
+from headprune_core.base.choices import check_choice
 >>> names, rho = correlation_matrix({"a": np.arange(6.0), "b": np.arange(6.0)[::-1]}, kind="spearman")
 >>> float(rho[0, 1])
 -1.0
@@ -14,15 +16,24 @@ from typing import Sequence
 
 import numpy as np
 
+from headprune_core.base.choices import check_choice
+
+CORRELATIONS = ("kendall", "spearman")
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray, *, kind: str = "kendall") -> float:
+    """Kendall's tau (or Spearman's rho) of two flattened maps; 0 where it is undefined (a constant map)."""
+    # here: scipy.stats takes 1.5 s to import, and a study that only trains and scores never correlates
+    from scipy import stats
+    check_choice(kind, CORRELATIONS, "correlation")
+    fn = stats.kendalltau if kind == "kendall" else stats.spearmanr
+    value = fn(np.ravel(a), np.ravel(b)).statistic
+    return 0.0 if np.isnan(value) else float(value)
+
 
 def correlation_matrix(maps: dict[str, np.ndarray], *, kind: str = "kendall") -> tuple[list[str], np.ndarray]:
     """Task x task Kendall tau (or Spearman rho) between the flattened maps; the diagonal is 1."""
-    from scipy.stats import kendalltau, spearmanr  # here: scipy.stats takes seconds to import, and most
-    # commands that import this module (every `study`) never correlate anything
-
-    fn = {"kendall": kendalltau, "spearman": spearmanr}.get(kind)
-    if fn is None:
-        raise ValueError(f"unknown correlation {kind!r}; known: kendall, spearman")
+    check_choice(kind, CORRELATIONS, "correlation")
     names = list(maps)
     shapes = {np.shape(m) for m in maps.values()}
     if len(shapes) > 1:
@@ -30,8 +41,7 @@ def correlation_matrix(maps: dict[str, np.ndarray], *, kind: str = "kendall") ->
     out = np.eye(len(names))
     for a in range(len(names)):
         for b in range(a + 1, len(names)):
-            value = fn(np.ravel(maps[names[a]]), np.ravel(maps[names[b]])).statistic
-            out[a, b] = out[b, a] = 0.0 if np.isnan(value) else float(value)
+            out[a, b] = out[b, a] = rank_correlation(maps[names[a]], maps[names[b]], kind=kind)
     return names, out
 
 
@@ -48,7 +58,7 @@ def spearman_chance_band(n_items: int, *, level: float = 0.95) -> float:
     >>> round(spearman_chance_band(144), 3)
     0.164
     """
-    from scipy.stats import t as student_t
+    from scipy.stats import t as student_t  # here: as in rank_correlation
     if n_items < 4:
         raise ValueError(f"a chance band needs at least 4 ranked items, got {n_items}")
     if not 0 < level < 1:
@@ -86,7 +96,7 @@ def cluster_order(matrix: np.ndarray) -> list[int]:
     n = len(matrix)
     if n < 3:
         return list(range(n))
-    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.cluster.hierarchy import leaves_list, linkage  # here: scipy on use, as in rank_correlation
     from scipy.spatial.distance import squareform
     dist = np.clip(1 - np.asarray(matrix, dtype=float), 0, 2)
     np.fill_diagonal(dist, 0)

@@ -29,7 +29,7 @@ def sentence_units(gold: list, pred: list, labels: Sequence[str], *, kind: str, 
     {'tp': [0, 0], 'pred': [2, 0], 'gold': [1, 0]}
     """
     if bio:
-        from seqeval.scheme import IOB2, Entities
+        from seqeval.scheme import IOB2, Entities  # here: seqeval imports scikit-learn (2 s); only BIO tasks need it
         g = [[labels[i] for i in s] for s in gold]
         p = [[labels[i] for i in s] for s in pred]
         gold_ents = Entities(g, IOB2).entities

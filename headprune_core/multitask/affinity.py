@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from headprune_core.methods.importance import normalise
-from headprune_core.methods.similarity import jaccard_matrix, top_sets
+from headprune_core.methods.similarity import jaccard_matrix, rank_correlation, top_sets
 
 
 def gradts_map(raw: np.ndarray) -> np.ndarray:
@@ -64,12 +64,8 @@ def select_instances(instance_maps: np.ndarray, primary_map: np.ndarray, thresho
     Returns:
         ``{"tau": [per example], "kept": [indices of the examples kept]}``.
     """
-    from scipy.stats import kendalltau
-    target = np.ravel(gradts_map(primary_map))
-    taus = []
-    for m in np.asarray(instance_maps):
-        value = kendalltau(np.ravel(gradts_map(m)), target).statistic
-        taus.append(0.0 if np.isnan(value) else float(value))
+    target = gradts_map(primary_map)
+    taus = [rank_correlation(gradts_map(m), target) for m in np.asarray(instance_maps)]
     return {"tau": taus, "kept": [i for i, t in enumerate(taus) if t > threshold]}
 
 

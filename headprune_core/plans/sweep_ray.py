@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import ray
 import torch
 
 from headprune_core.base.cache import SOURCE_ROOT
@@ -53,7 +54,6 @@ def run_job(payload: dict) -> dict:
     worker holds the job and counts attempts (a killed worker leaves it; its retry counts on)."""
     os.environ["HEADPRUNE_CACHE"] = payload["cache"]  # models, registered corpora: the sweep's cache folder
     try:
-        import ray
         cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
     except Exception:  # noqa: BLE001 -- outside Ray (tests call it directly)
         cpus = None
@@ -104,7 +104,6 @@ def init_ray(*, address: str | None = None, cpus: int | None = None, gpus: int |
     """Connect to the cluster at ``address``, or start a local one for this run (``cpus``: default all of this
     machine's). Workers find headprune through PYTHONPATH (the same path on every node). Returns True if this
     call started Ray (and the caller should shut it down)."""
-    import ray
     if ray.is_initialized():
         return False
     env = {"PYTHONPATH": os.pathsep.join(p for p in (str(SOURCE_ROOT), os.environ.get("PYTHONPATH", "")) if p),
@@ -141,46 +140,30 @@ def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None
     """
     start = time.perf_counter()
     run = uuid.uuid4().hex[:12]
+    progress = Progress(graph, run)
     if not any(n.state == "todo" for n in graph.nodes.values()):  # all cached: no cluster needed
-        progress = Progress(graph, run)
         progress.state = "done"
         progress.write(force=True)
-        nodes = list(graph.nodes.values())
-        return SweepResult(jobs=len(nodes), cached=len(nodes), computed=0, failed=[], skipped=[],
-                           seconds=time.perf_counter() - start, ray_seconds=0.0)
-    import ray
+        return _result(graph, 0, start, 0.0)
     started_ray = init_ray(address=address, cpus=cpus, gpus=gpus)
     ray_seconds = time.perf_counter() - start
     remote = ray.remote(run_job)
     resources = job_resources(graph.spec, ray.cluster_resources().get("GPU", 0.0))
-    progress = Progress(graph, run)
     running: dict[Any, Node] = {}
     computed = 0
     event = on_event or (lambda node, g: None)
-
-    def submit(node: Node) -> None:
-        if graph.store.has(node.cfg):  # another sweep or a dashboard finished it meanwhile
-            node.state = "cached"
-            event(node, graph)
-            return
-        plan = graph.plans[node.plan]
-        payload = {"kind": node.cfg.kind, "key": node.cfg.key(), "config": node.cfg.to_dict(), "what": node.what,
-                   "plan": {"model": plan.model, "sources": plan.sources, "finetuned": plan.finetuned},
-                   "cache": str(graph.store.root.parent), "device": graph.device, "run": run,
-                   "markers": str(progress.folder / "running")}
-        if node.cfg.kind == "gradts":
-            payload["gradts"] = graph.gradts_plan(node).to_dict()
-        ref = remote.options(max_retries=1, retry_exceptions=True, name=node.what[:100],
-                             **resources[node.cfg.kind]).remote(payload)
-        node.state = "running"
-        running[ref] = node
-        event(node, graph)
-
     try:
         progress.write(force=True)
         while True:
             for node in graph.ready():
-                submit(node)
+                if graph.store.has(node.cfg):  # another sweep or a dashboard finished it meanwhile
+                    node.state = "cached"
+                else:
+                    ref = remote.options(max_retries=1, retry_exceptions=True, name=node.what[:100],
+                                         **resources[node.cfg.kind]).remote(_payload(graph, node, progress))
+                    node.state = "running"
+                    running[ref] = node
+                event(node, graph)
             progress.write()
             if not running:
                 break
@@ -190,14 +173,7 @@ def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None
                 try:
                     res = ray.get(ref)
                 except Exception as err:  # noqa: BLE001 -- any failure of a job is reported, the others go on
-                    node.state, node.error = "failed", _error_text(err)
-                    node.attempts = _attempts(progress.folder, node, run)
-                    log.error("sweep job failed after %d attempt(s): %s: %s", node.attempts, node.what, node.error)
-                    event(node, graph)
-                    for dep in graph.dependents(node.id):
-                        if dep.state == "todo":
-                            dep.state, dep.error = "skipped", f"needs '{node.what}', which failed"
-                            event(dep, graph)
+                    _failed(graph, node, err, progress, event)
                     continue
                 node.state, node.seconds, node.attempts, node.host = "done", res["seconds"], res["attempt"], res["host"]
                 node.computed = bool(res["computed"])
@@ -213,6 +189,35 @@ def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None
         progress.write(force=True)
         if started_ray:
             ray.shutdown()
+    return _result(graph, computed, start, ray_seconds)
+
+
+def _payload(graph: SweepGraph, node: Node, progress: Progress) -> dict:
+    """What a worker needs to compute ``node``: its configuration, its grid point's model and data, the cache."""
+    plan = graph.plans[node.plan]
+    payload = {"kind": node.cfg.kind, "key": node.cfg.key(), "config": node.cfg.to_dict(), "what": node.what,
+               "plan": {"model": plan.model, "sources": plan.sources, "finetuned": plan.finetuned},
+               "cache": str(graph.store.root.parent), "device": graph.device, "run": progress.run,
+               "markers": str(progress.folder / "running")}
+    if node.cfg.kind == "gradts":
+        payload["gradts"] = graph.gradts_plan(node).to_dict()
+    return payload
+
+
+def _failed(graph: SweepGraph, node: Node, err: BaseException, progress: Progress,
+            event: Callable[[Node, SweepGraph], None]) -> None:
+    """Mark ``node`` failed (with the worker's error and its attempts) and every job that needs it skipped."""
+    node.state, node.error = "failed", _error_text(err)
+    node.attempts = _attempts(progress.folder, node, progress.run)
+    log.error("sweep job failed after %d attempt(s): %s: %s", node.attempts, node.what, node.error)
+    event(node, graph)
+    for dep in graph.dependents(node.id):
+        if dep.state == "todo":
+            dep.state, dep.error = "skipped", f"needs '{node.what}', which failed"
+            event(dep, graph)
+
+
+def _result(graph: SweepGraph, computed: int, start: float, ray_seconds: float) -> SweepResult:
     nodes = list(graph.nodes.values())
     return SweepResult(jobs=len(nodes), cached=sum(n.state == "cached" for n in nodes), computed=computed,
                        failed=[n for n in nodes if n.state == "failed"],

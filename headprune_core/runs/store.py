@@ -247,7 +247,7 @@ def _write_artifact(folder: Path, name: str, value: Any) -> dict:
     if not isinstance(name, str) or not name or "/" in name or "\\" in name or "." in name:
         raise ValueError(f"bad artifact name {name!r}")
     if isinstance(value, Weights):
-        from safetensors.torch import save_file
+        from safetensors.torch import save_file  # here: it imports torch (2 s), which listing the cache never needs
         filename = f"{name}.safetensors"
         save_file({k: v.detach().cpu().contiguous() for k, v in value.items()}, str(folder / filename))
     elif isinstance(value, np.ndarray):
@@ -334,7 +334,7 @@ def _read_entry(path: Path, cfg: RunConfig | None) -> dict[str, Any]:
             elif ext == ".json":
                 out[rec["name"]] = json.loads(f.read_text(encoding="utf-8"))
             elif ext == ".safetensors":
-                from safetensors.torch import load_file
+                from safetensors.torch import load_file  # here: as in _write_artifact
                 out[rec["name"]] = Weights(load_file(str(f)))
             else:
                 raise CorruptEntry(f"unknown artifact type {rec['file']}")

@@ -48,7 +48,7 @@ def plan_size(plan, **restrict) -> int:
     """How many jobs the plan has for the dashboard's default choices (task pos), as the core expands it."""
     from dataclasses import replace
 
-    from headprune_core.runs.study import Study
     from headprune_core.plans.plan import plan_jobs
+    from headprune_core.runs.study import Study
     plan = replace(plan, tasks=("pos",), **restrict)
     return len(plan_jobs(Study(plan.model, progress=False), plan))

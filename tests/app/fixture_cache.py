@@ -162,9 +162,9 @@ def build_fixture_cache(root: str | Path, *, with_runs: bool = True) -> dict:
     """Build the fixture cache under ``root``; returns {root, model, plan_file, plan, seconds}."""
     import time
 
+    from headprune_core.plans.plan import run_plan
     from headprune_core.runs.store import Store
     from headprune_core.runs.study import Study
-    from headprune_core.plans.plan import run_plan
 
     root = Path(root).resolve()
     start = time.perf_counter()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.app.conftest import make_app
-from tests.own_data import SIZES, token_files
+from tests.own_data import token_files
 
 
 def run(at):

@@ -72,6 +72,9 @@ def page(path: str, cache: Path, monkeypatch, *, fixture_cache=None):
     at = AppTest.from_file(path, default_timeout=TIMEOUT)
     if fixture_cache is not None:  # what the frame (app.py) puts there
         at.session_state["selection"] = selection(fixture_cache)
+    files = sorted((cache / "plans" / "gradts").glob("*.json"))
+    if len(files) == 1:  # the user's own GradTS plan, picked in the plan box (the presets are listed first)
+        at.session_state["gradts_plan"] = at.session_state["shared_plan"] = json.loads(files[0].read_text())["name"]
     return at
 
 

@@ -10,6 +10,9 @@ import pytest
 
 from headprune_app import charts
 from headprune_app import selection as S
+from headprune_core.methods.similarity import cluster_order
+from headprune_core.plans.plan import StudyPlan
+from headprune_core.plans.presets import PRESETS, available_plans, find_plan
 
 
 def test_ranks_one_is_most_important_and_ties_keep_head_order():
@@ -31,9 +34,9 @@ def test_small_multiples_share_one_colour_scale():
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
 
 
-def test_cluster_order_puts_similar_languages_together():
+def test_spearman_heatmap_puts_similar_languages_together():
     m = np.array([[1.0, 0.1, 0.9, 0.1], [0.1, 1.0, 0.1, 0.8], [0.9, 0.1, 1.0, 0.1], [0.1, 0.8, 0.1, 1.0]])
-    order = charts.cluster_order(m)
+    order = cluster_order(m)
     pos = {lang: order.index(i) for i, lang in enumerate("abcd")}
     assert abs(pos["a"] - pos["c"]) == 1 and abs(pos["b"] - pos["d"]) == 1
     fig = charts.spearman_heatmap(list("abcd"), m)
@@ -139,18 +142,18 @@ def test_attention_heatmap_labels_repeated_pieces_uniquely():
 
 def test_plan_files_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("HEADPRUNE_CACHE", str(tmp_path))
-    plan = replace(S.PRESETS["demo"], name="mine", langs=("en", "de"))
+    plan = replace(PRESETS["demo"], name="mine", langs=("en", "de"))
     path = S.save_plan_file(plan)
-    assert S.load_plan_file(path) == plan
+    assert StudyPlan.from_file(path) == plan and find_plan("mine") == plan  # saved plans are found by name
     (tmp_path / "plans" / "bad.json").write_text(json.dumps({"name": "x", "bogus": 1}))
-    plans, problems = S.available_plans()
+    plans, problems = available_plans()
     assert "mine" in plans and "demo" in plans and problems and "bogus" in problems[0]
 
 
 def test_the_selection_finds_exactly_what_run_plan_computed(fixture_cache, monkeypatch):
     """Every job of the fixture plan has the key the pages build from the matching selection."""
-    from headprune_core.runs.study import Study
     from headprune_core.plans.plan import plan_jobs
+    from headprune_core.runs.study import Study
 
     monkeypatch.setenv("HEADPRUNE_CACHE", str(fixture_cache["root"]))
     plan = fixture_cache["plan"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from headprune_core.runs.store import Store
-from headprune_core.plans.presets import PRESETS
-from headprune_core.runs.study import Study
 from headprune_core.plans.plan import plan_jobs, run_plan
+from headprune_core.plans.presets import PRESETS
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
 
 pytestmark = pytest.mark.slow
 

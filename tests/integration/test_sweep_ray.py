@@ -8,19 +8,18 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from headprune_core.runs.store import Store
 from headprune_core.base.artifacts import Weights
-from headprune_core.runs.study import Study
 from headprune_core.plans.plan import run_plan
-from headprune_core.plans.sweep import SweepSpec, build_graph
 from headprune_core.plans.progress import list_sweeps
+from headprune_core.plans.sweep import SweepSpec, build_graph
 from headprune_core.plans.sweep_ray import run_sweep
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
 
 pytestmark = pytest.mark.slow
 

@@ -15,17 +15,17 @@ from typing import Callable
 import numpy as np
 import pytest
 
+from headprune_core.base.files import check_name, safe_filename
 from headprune_core.cli.main import main
-from headprune_core.runs.config import FinetuneConfig, ScoreConfig
-from headprune_core.data import CorpusError, UnknownName, load_task
+from headprune_core.data import CorpusError, load_task
 from headprune_core.data.formats import read_file
-from headprune_core.methods.evaluate import load_mask
-from headprune_core.base.files import OutputExists, check_name, safe_filename
-from headprune_core.multitask.plan import GradTSPlan
 from headprune_core.encoders.heads import UnsupportedModelError
 from headprune_core.encoders.models import ModelLoadError, config_head_shape, load_model
-from headprune_core.runs.store import Store
+from headprune_core.methods.evaluate import load_mask
+from headprune_core.multitask.plan import GradTSPlan
 from headprune_core.plans.plan import StudyPlan
+from headprune_core.runs.config import FinetuneConfig, ScoreConfig
+from headprune_core.runs.store import Store
 
 UPOS = "['ADJ', 'ADP', 'ADV', 'CONJ', 'DET', 'NOUN', 'NUM', 'PRON', 'PRT', 'PUNCT', 'VERB', 'X']"
 

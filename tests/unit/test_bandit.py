@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from headprune_core.methods.bandit import BetaBernoulli, bandit_search
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
+from headprune_core.methods.bandit import BetaBernoulli, bandit_search
 from headprune_core.methods.train import batches
 from tests.tiny_models import tiny_encoder
 from tests.unit.test_train import _token_rows

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from headprune_core.cli.main import main
 from headprune_core.encoders.heads import present_mask
 from headprune_core.encoders.pruned import load_pruned

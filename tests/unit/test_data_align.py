@@ -7,8 +7,13 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
-from headprune_core.data.align import (AlignStats, IGNORE_INDEX, align_labels, tokenize_sentence_task,
-                                       tokenize_token_task)
+from headprune_core.data.align import (
+    IGNORE_INDEX,
+    AlignStats,
+    align_labels,
+    tokenize_sentence_task,
+    tokenize_token_task,
+)
 from headprune_core.data.loading import features_for
 
 

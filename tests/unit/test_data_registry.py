@@ -7,9 +7,17 @@ import json
 import pytest
 
 from headprune_core.base import fetch
-from headprune_core.data import NotPrepared, TASKS, UNIVERSAL_TAGS, get_task, list_tasks, load_task, prepare_corpora
-from headprune_core.data import corpora
-from headprune_core.data.corpora import _Source, _sentence_output, _token_outputs
+from headprune_core.data import (
+    TASKS,
+    UNIVERSAL_TAGS,
+    NotPrepared,
+    corpora,
+    get_task,
+    list_tasks,
+    load_task,
+    prepare_corpora,
+)
+from headprune_core.data.corpora import _sentence_output, _Source, _token_outputs
 from headprune_core.data.tagsets import TagMapper
 
 

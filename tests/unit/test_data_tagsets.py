@@ -6,7 +6,7 @@ import pytest
 
 from headprune_core.data.corpora import _dedupe, read_tagged, split_indices, turkish_words
 from headprune_core.data.formats import conllu_words
-from headprune_core.data.tagsets import NAME_TAGS, TABLES, TagMapper, UNIVERSAL_TAGS, bio_names, is_proper
+from headprune_core.data.tagsets import NAME_TAGS, TABLES, UNIVERSAL_TAGS, TagMapper, bio_names, is_proper
 
 
 def test_universal_tag_set_is_fixed():

@@ -9,8 +9,15 @@ from seqeval.metrics import accuracy_score, f1_score
 from seqeval.scheme import IOB2
 
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
-from headprune_core.methods.evaluate import (curve, default_steps, evaluate, layer_mask, order_by, score_predictions,
-                                             strategy_mask)
+from headprune_core.methods.evaluate import (
+    curve,
+    default_steps,
+    evaluate,
+    layer_mask,
+    order_by,
+    score_predictions,
+    strategy_mask,
+)
 from headprune_core.methods.train import batches, finetune
 from tests.tiny_models import tiny_encoder
 

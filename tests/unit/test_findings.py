@@ -7,14 +7,14 @@ import json
 import numpy as np
 import pytest
 
+from headprune_core.findings.cards import MISSING, VERDICTS, Findings
+from headprune_core.methods.uncertainty import metric_of
 from headprune_core.multitask.affinity import gradts_map, shared_heads
-from headprune_core.findings.cards import Findings, MISSING, VERDICTS
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GradTSPlan
+from headprune_core.plans.plan import StudyPlan, run_plan
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
-from headprune_core.plans.plan import StudyPlan, run_plan
-from headprune_core.methods.uncertainty import metric_of
 
 
 @pytest.fixture()

@@ -14,11 +14,10 @@ from datasets import ClassLabel, Features, Value
 
 import headprune_core.runs.study as study_mod
 from headprune_core.methods.similarity import correlation_matrix
-from headprune_core.multitask.affinity import gradts_map, rank_auxiliary
-from headprune_core.runs.config import GradTSConfig
-from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan, normalize_unit
+from headprune_core.multitask.affinity import gradts_map, rank_auxiliary, select_instances
 from headprune_core.multitask.gradts import GradTS, format_table, random_sets, random_size, validation_table
-from headprune_core.multitask.affinity import select_instances
+from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan, normalize_unit
+from headprune_core.runs.config import GradTSConfig
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 from tests.app.fixture_cache import LEXICON, build_fixture_cache

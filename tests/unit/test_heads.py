@@ -6,8 +6,15 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2Model
 
-from headprune_core.encoders.heads import (UnsupportedModelError, count_parameters, head_gates, head_shape, kept_heads,
-                                           present_mask, prune_heads)
+from headprune_core.encoders.heads import (
+    UnsupportedModelError,
+    count_parameters,
+    head_gates,
+    head_shape,
+    kept_heads,
+    present_mask,
+    prune_heads,
+)
 from tests.tiny_models import FAMILIES, random_batch, tiny_encoder
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from headprune_core.base.choices import METHODS
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
 from headprune_core.encoders.heads import head_shape, prune_heads
-from headprune_core.base.choices import METHODS
 from headprune_core.methods.importance import normalise, score_heads
 from headprune_core.methods.similarity import spearman_matrix
 from tests.tiny_models import random_batch, tiny_encoder

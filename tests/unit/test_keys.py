@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import torch
 
+from headprune_core.plans.presets import PRESETS
 from headprune_core.runs.config import RunConfig
 from headprune_core.runs.store import Store
-from headprune_core.plans.presets import PRESETS
 from headprune_core.runs.study import Study
 
 BASE = {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3, "batch_size": 8}
@@ -122,9 +122,9 @@ def test_effective_values_key_like_what_is_computed(study):
 
 def test_cli_defaults_find_what_the_demo_trained(study):
     """The README's CLI examples must reuse the demo's fine-tune, not train it again."""
-    from headprune_core.cli.runs import finetune_config as cli_ft
     from headprune_core.cli.args import build_parser
     from headprune_core.cli.runs import check_run
+    from headprune_core.cli.runs import finetune_config as cli_ft
     args = build_parser().parse_args(["finetune", "--model", study.model_id])
     check_run(args)  # what every command does first: fills the default training language (en)
     demo = study.finetune_config("pos", ("en",), **PRESETS["demo"].train)

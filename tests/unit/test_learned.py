@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
-from headprune_core.runs.config import FinetuneConfig, l0_options, l0_pairs, nested_configs
 from headprune_core.encoders.heads import head_gates, prune_heads
 from headprune_core.methods.learned import GateTrainer, HardConcrete, LearnedHeads, fold_gates
+from headprune_core.methods.train import finetune
+from headprune_core.runs.config import FinetuneConfig, l0_options, l0_pairs, nested_configs
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
-from headprune_core.methods.train import finetune
 from tests.tiny_models import random_batch, tiny_encoder
 from tests.unit.test_train import _token_rows
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 from scipy.special import erf
 
-from headprune_core.encoders import e5s1, models
 from headprune_core.base import fetch
+from headprune_core.encoders import e5s1, models
 from headprune_core.encoders.e5s1 import E5S1Header, UnigramVocab
 from headprune_core.encoders.models import EMBEDDED, ModelLoadError, hub_revision, load_model, model_fingerprint
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import datasets
-import numpy as np
 import pytest
 import torch
 from datasets import ClassLabel, Features, List, Value
@@ -15,11 +14,11 @@ from datasets import ClassLabel, Features, List, Value
 from headprune_core.cli.main import main
 from headprune_core.data import CorpusError, get_task, list_tasks, load_task
 from headprune_core.data.refs import DataRef, load_ref, parse_ref, parse_sources
-from headprune_core.data.user import AlreadyRegistered, register, remove
 from headprune_core.data.registry import registered
+from headprune_core.data.user import AlreadyRegistered, register, remove
+from headprune_core.plans.plan import StudyPlan, run_plan
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
-from headprune_core.plans.plan import StudyPlan, run_plan
 from tests.hub_copy import write_hub_repo
 from tests.own_data import SIZES, text_files, token_files, token_sentences, write_checkpoint
 

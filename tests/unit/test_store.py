@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from headprune_core.base import files as files_mod
+from headprune_core.base.artifacts import Weights
 from headprune_core.runs.config import CurveConfig, EvalConfig, FinetuneConfig, ScoreConfig
 from headprune_core.runs.store import Store
-from headprune_core.base.artifacts import Weights
 
 FT = FinetuneConfig(model="me5-small", tasks=("pos",), train_langs=("en",), model_fp="m" * 16, data_fp="d" * 16)
 SC = ScoreConfig(finetune=FT, task="pos", lang="de", data_fp="s" * 16)
@@ -42,8 +42,8 @@ def test_an_option_added_later_keeps_the_keys_computed_before_it():
     """from_checkpoint came after entries existed: at its default it is not hashed, so their keys stand."""
     import hashlib
 
-    from headprune_core.runs.config import SCHEMA_VERSION
     from headprune_core.base.specs import canonical_json
+    from headprune_core.runs.config import SCHEMA_VERSION
     before = {k: v for k, v in FT.keyed().items()}
     assert "from_checkpoint" not in before
     payload = canonical_json({"kind": "finetune", "schema": SCHEMA_VERSION, "version": FT.version, "config": before})

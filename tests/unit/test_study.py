@@ -7,12 +7,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from headprune_core.runs.config import RefinetuneConfig
+from headprune_core.plans.plan import StudyPlan, plan_jobs, run_plan
+from headprune_core.runs.config import RefinetuneConfig, split_unit
 from headprune_core.runs.retrain import refinetune_parts
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
-from headprune_core.plans.plan import StudyPlan, plan_jobs, run_plan
-from headprune_core.runs.config import split_unit
 
 
 def _plan(model: str) -> StudyPlan:

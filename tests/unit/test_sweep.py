@@ -7,17 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-
-from headprune_core.cli.main import main
-from headprune_core.runs.store import Store
-from headprune_core.runs.study import Study
-from headprune_core.plans.plan import plan_jobs, run_plan
 import torch
 
-from headprune_core.runs.estimate import THREAD_SCALING, job_work
+from headprune_core.cli.main import main
+from headprune_core.plans.plan import plan_jobs, run_plan
 from headprune_core.plans.progress import Progress, list_sweeps
 from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
 from headprune_core.plans.sweep_ray import run_job
+from headprune_core.runs.estimate import THREAD_SCALING, job_work
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
 
 
 def _spec(model: str, **over) -> dict:
