@@ -63,7 +63,7 @@ def _linked_cache(folder: Path) -> Path:
 def dashboard(cache: Path, log: Path) -> dict:
     """Start the app on ``cache``; time to the first rendered page, each page cold and warm, the slider
     (a new k = one evaluation pass; a k seen before = a cached read), and the server's peak memory."""
-    from tests.app import browser
+    from tests.helpers import browser
 
     procs: list[subprocess.Popen] = []
     start = time.perf_counter()

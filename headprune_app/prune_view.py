@@ -80,10 +80,13 @@ def speed_panel(sp: dict) -> None:
               delta_color="inverse")
     lo, hi = sp["latency_pruned_iqr_ms"]
     faster, slower = sp["speedup_q25"] > 1, sp["speedup_q75"] < 1
-    change = sp["latency_pruned_ms"] - sp["latency_full_ms"]
+    change = round(sp["latency_pruned_ms"] - sp["latency_full_ms"], 1)  # as shown
+    # coloured when the rounds agree and the medians point the same way (the medians of the two latencies can
+    # differ in sign from the median of the per-round ratios when the rounds are noisy)
+    agree = (faster and change < 0) or (slower and change > 0)
     p2.metric(f"latency (median of {sp['repeats']})", f"{sp['latency_pruned_ms']:.1f} ms",
               delta=f"{change:+.1f} ms vs full {sp['latency_full_ms']:.1f} ms",
-              delta_color="inverse" if faster or slower else "off",
+              delta_color="inverse" if agree else "off",
               help=f"Pruned model: quartiles {lo:.1f} to {hi:.1f} ms. Both models timed in alternation, round by "
                    "round, after a warm-up. Green: faster in more than three rounds of four; red: slower; grey: "
                    "cannot tell.")

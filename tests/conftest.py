@@ -7,7 +7,17 @@ import random
 
 import numpy as np
 import pytest
-import torch
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # two pytest-xdist workers on two cores: one torch thread each, or they fight over the cores (the fast tier
+    # took 581 s with two threads per worker, 78 s with one, 120 s in one process)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import torch  # noqa: E402 (after the thread settings above)
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -25,7 +35,7 @@ def _seed_everything():
 def tiny_cache(tmp_path_factory):
     """Per test module: a cache folder with a tiny random BERT (real tokenizer) and generated en/de POS and NAME
     corpora in the embedded format. Yields ``(root, model_path)``; tests set HEADPRUNE_CACHE to ``root``."""
-    from tests.app.fixture_cache import write_corpora, write_model
+    from tests.helpers.fixture_cache import write_corpora, write_model
 
     root = tmp_path_factory.mktemp("tiny_cache")
     mp = pytest.MonkeyPatch()

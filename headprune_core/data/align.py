@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, fields
 
 import datasets
 
+from headprune_core.base.defaults import MAX_LENGTH
+
 IGNORE_INDEX = -100
 
 
@@ -106,7 +108,7 @@ def _tokenize_tokens(ds: datasets.Dataset, tokenizer, max_length: int, keep_word
     return tok, stats
 
 
-def tokenize_token_task(dataset: datasets.Dataset | datasets.DatasetDict, tokenizer, *, max_length: int = 128,
+def tokenize_token_task(dataset: datasets.Dataset | datasets.DatasetDict, tokenizer, *, max_length: int = MAX_LENGTH,
                         keep_word_ids: bool = True):
     """Tokenise a token task (columns tokens, tags) and align labels; returns (tokenized, AlignStats).
 
@@ -148,7 +150,7 @@ def _tokenize_sentences(ds: datasets.Dataset, tokenizer, max_length: int) -> tup
     return tok, stats
 
 
-def tokenize_sentence_task(dataset: datasets.Dataset | datasets.DatasetDict, tokenizer, *, max_length: int = 128):
+def tokenize_sentence_task(dataset: datasets.Dataset | datasets.DatasetDict, tokenizer, *, max_length: int = MAX_LENGTH):
     """Tokenise a sentence task (text[, text_pair], label); returns (tokenized, AlignStats).
 
     Pairs are encoded together and truncated longest-first; ``sentences_truncated`` counts the cut examples.

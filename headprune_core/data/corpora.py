@@ -103,7 +103,9 @@ class PrepareReport:
 
 
 @dataclass
-class _Output:
+class CorpusOutput:
+    """One prepared corpus: a task in a language, its records (every split together) and its metadata."""
+
     task: str
     lang: str
     records: list[dict]
@@ -111,10 +113,13 @@ class _Output:
 
 
 @dataclass
-class _Source:
+class CorpusSource:
+    """A package that holds corpora: the (task, language) pairs it gives, and ``build(download_dir, work_dir)``
+    yielding a :class:`CorpusOutput` per pair (or ``(task, lang, why)`` for one it cannot give)."""
+
     name: str
     outputs: list[tuple[str, str]]
-    build: Callable[[Path, Path], Iterator[_Output | tuple[str, str, str]]]
+    build: Callable[[Path, Path], Iterator[CorpusOutput | tuple[str, str, str]]]
 
 
 # ----------------------------------------------------------------------------------------------- splitting
@@ -132,7 +137,7 @@ def _normalise_text(text: str) -> str:
     return " ".join(html.unescape(text.replace("\\n", "\n")).split())
 
 
-def _dedupe(pairs: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], dict]:
+def dedupe(pairs: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], dict]:
     """Drop empty texts and repeated texts (keep the first); drop every copy of a text with two labels."""
     labels: dict[str, set[str]] = {}
     for text, label in pairs:
@@ -149,8 +154,8 @@ def _dedupe(pairs: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], dict]:
 
 # ----------------------------------------------------------------------------------------------- outputs
 
-def _token_outputs(lang: str, sents: list[tuple[list[str], list[str], list[bool]]], mapper: TagMapper,
-                   meta: dict) -> list[_Output]:
+def token_outputs(lang: str, sents: list[tuple[list[str], list[str], list[bool]]], mapper: TagMapper,
+                   meta: dict) -> list[CorpusOutput]:
     """POS and NAME outputs of one language from (words, native tags, proper-noun flags)."""
     pos, name = [], []
     for words, native, proper in sents:
@@ -162,20 +167,21 @@ def _token_outputs(lang: str, sents: list[tuple[list[str], list[str], list[bool]
         common["notes"] = common.get("notes", []) + [
             f"{sum(mapper.unknown.values())} tokens with tags missing from the {mapper.tagset} table mapped to "
             f"X: {dict(mapper.unknown.most_common(10))}"]
-    return [_Output("pos", lang, pos, {**common, "labels": list(UNIVERSAL_TAGS)}),
-            _Output("name", lang, name, {**common, "labels": list(NAME_TAGS),
+    return [CorpusOutput("pos", lang, pos, {**common, "labels": list(UNIVERSAL_TAGS)}),
+            CorpusOutput("name", lang, name, {**common, "labels": list(NAME_TAGS),
                                          "notes": common.get("notes", []) + [
                                              "NAME spans are runs of gold proper-noun tags: a proxy for NER"]})]
 
 
-def _sentence_output(task: str, lang: str, pairs: list[tuple[str, str]], meta: dict) -> _Output:
-    pairs, stats = _dedupe(pairs)
+def sentence_output(task: str, lang: str, pairs: list[tuple[str, str]], meta: dict) -> CorpusOutput:
+    """A sentence task's output from (text, label) pairs, de-duplicated (the notes say how many were dropped)."""
+    pairs, stats = dedupe(pairs)
     notes = list(meta.pop("notes", []))
     if stats["kept"] != stats["input"]:
         notes.append(f"{stats['input'] - stats['kept']} of {stats['input']} examples dropped as empty or "
                      f"duplicate texts ({stats['conflicting_texts']} texts had conflicting labels)")
     records = [{"text": t, "label": l} for t, l in pairs]
-    return _Output(task, lang, records, {**meta, "kind": "sentence", "labels": list(TASKS[task].labels),
+    return CorpusOutput(task, lang, records, {**meta, "kind": "sentence", "labels": list(TASKS[task].labels),
                                          "dedupe": stats, "notes": notes})
 
 
@@ -198,7 +204,7 @@ def read_tagged(path: Path, tagset: str) -> list[tuple[list[str], list[str], lis
     return out
 
 
-def _build_pattern(downloads: Path, work: Path) -> Iterator[_Output | tuple[str, str, str]]:
+def _build_pattern(downloads: Path, work: Path) -> Iterator[CorpusOutput | tuple[str, str, str]]:
     deb = fetch.apt_download(PATTERN_DEB, downloads)
     base = fetch.deb_extract(deb, work / "pattern") / PATTERN_DIR
     source = f"Debian {deb.name}"
@@ -207,7 +213,7 @@ def _build_pattern(downloads: Path, work: Path) -> Iterator[_Output | tuple[str,
         try:
             sents = read_tagged(base / filename, tagset)
             meta = {"source": f"{source}: {PATTERN_DIR}/{filename}", "licence": licence, "notes": list(notes)}
-            yield from _token_outputs(lang, sents, TagMapper(tagset), meta)  # type: ignore[arg-type]
+            yield from token_outputs(lang, sents, TagMapper(tagset), meta)  # type: ignore[arg-type]
         except Exception as err:  # one bad file must not stop the others
             log.exception("could not convert %s", filename)
             for task in ("pos", "name"):
@@ -226,7 +232,7 @@ def _build_pattern(downloads: Path, work: Path) -> Iterator[_Output | tuple[str,
                 if "pang" in filename else []
             if task == "polarity-fr":
                 notes.append("the French CSV puts the text first")
-            yield _sentence_output(task, lang, pairs, {"source": f"{source}: {PATTERN_DIR}/{filename}",
+            yield sentence_output(task, lang, pairs, {"source": f"{source}: {PATTERN_DIR}/{filename}",
                                                        "licence": licence, "notes": notes})
         except Exception as err:
             log.exception("could not convert %s", filename)
@@ -235,7 +241,7 @@ def _build_pattern(downloads: Path, work: Path) -> Iterator[_Output | tuple[str,
 
 # ----------------------------------------------------------------------------------------------- dante
 
-def _build_dante(downloads: Path, work: Path) -> Iterator[_Output | tuple[str, str, str]]:
+def _build_dante(downloads: Path, work: Path) -> Iterator[CorpusOutput | tuple[str, str, str]]:
     wheel = fetch.pip_download(*DANTE, downloads)
     source = f"PyPI {wheel.name}"
     licence = "MIT (dante-corpora)"
@@ -249,7 +255,7 @@ def _build_dante(downloads: Path, work: Path) -> Iterator[_Output | tuple[str, s
         meta = {"source": f"{source}: dante/data/porttinari/annotated.conllu", "licence": licence,
                 "notes": ["Porttinari (news, UD tags); multi-word tokens (da = de + a) kept as one surface word "
                           "tagged like their first part (ADP+DET -> ADP)"]}
-        yield from _token_outputs("pt", sents, TagMapper("upos"), meta)
+        yield from token_outputs("pt", sents, TagMapper("upos"), meta)
     except fetch.FetchError:
         raise
     except Exception as err:
@@ -275,7 +281,7 @@ def _build_dante(downloads: Path, work: Path) -> Iterator[_Output | tuple[str, s
                     multi += 1
                 else:
                     none += 1
-        yield _sentence_output("emotion-pt", "pt", pairs, {
+        yield sentence_output("emotion-pt", "pt", pairs, {
             "source": f"{source}: dante/data/dantestocks/emotion.csv + base.csv", "licence": licence,
             "notes": [f"single-label: kept the {len(pairs)} tweets with exactly one of the 9 columns = 1; dropped "
                       f"{multi} with several and {none} with none (the -1/-2 codes are undocumented)"]})
@@ -294,7 +300,7 @@ def _build_dante(downloads: Path, work: Path) -> Iterator[_Output | tuple[str, s
                     pairs.append((content[r["Tweet_ID"]], stance))
                 else:
                     dropped += 1
-        yield _sentence_output("stance-pt", "pt", pairs, {
+        yield sentence_output("stance-pt", "pt", pairs, {
             "source": f"{source}: dante/data/danteshots/stance.csv + base.csv", "licence": licence,
             "notes": [f"Positions_Vac 1/2/3 read as favour/neutral/against (checked on examples; undocumented); "
                       f"dropped {dropped} tweets not about vaccines or without a position"]})
@@ -330,7 +336,7 @@ def turkish_words(rows: list[tuple[int, list[str]]]) -> tuple[list[str], list[st
     return words, tags, proper
 
 
-def _build_turkish(downloads: Path, work: Path) -> Iterator[_Output | tuple[str, str, str]]:
+def _build_turkish(downloads: Path, work: Path) -> Iterator[CorpusOutput | tuple[str, str, str]]:
     wheel = fetch.pip_download(*TURKISH, downloads)
     try:
         sents, counts = [], {}
@@ -344,7 +350,7 @@ def _build_turkish(downloads: Path, work: Path) -> Iterator[_Output | tuple[str,
                           "splitting", "inflectional groups (deprel ig) merged into surface words, tagged like "
                           "their last group", "older universal tags (CONJ, PRT; ONOM and AFFIX -> X); NOUN is "
                           "about half of all words"]}
-        yield from _token_outputs("tr", sents, TagMapper("tr-universal"), meta)
+        yield from token_outputs("tr", sents, TagMapper("tr-universal"), meta)
     except fetch.FetchError:
         raise
     except Exception as err:
@@ -353,13 +359,13 @@ def _build_turkish(downloads: Path, work: Path) -> Iterator[_Output | tuple[str,
             yield (task, "tr", f"turkish-treebanks: {type(err).__name__}: {err}")
 
 
-SOURCES: tuple[_Source, ...] = (
-    _Source("python3-pattern (Debian)",
+SOURCES: tuple[CorpusSource, ...] = (
+    CorpusSource("python3-pattern (Debian)",
             [(t, l) for l, *_ in PATTERN_TAGGED for t in ("pos", "name")]
             + [(t, TASKS[t].languages[0]) for t, *_ in PATTERN_CSV], _build_pattern),
-    _Source("dante-corpora (PyPI)", [("pos", "pt"), ("name", "pt"), ("emotion-pt", "pt"), ("stance-pt", "pt")],
+    CorpusSource("dante-corpora (PyPI)", [("pos", "pt"), ("name", "pt"), ("emotion-pt", "pt"), ("stance-pt", "pt")],
             _build_dante),
-    _Source("turkish-treebanks (PyPI)", [("pos", "tr"), ("name", "tr")], _build_turkish),
+    CorpusSource("turkish-treebanks (PyPI)", [("pos", "tr"), ("name", "tr")], _build_turkish),
 )
 
 
@@ -387,7 +393,7 @@ def is_prepared(task: str, lang: str) -> bool:
     return meta.get("format") == CORPUS_FORMAT and all((folder / f"{s}.jsonl").is_file() for s in SPLITS)
 
 
-def _write(out: _Output, final: Path | None = None, *, replace: bool = True,
+def write_output(out: CorpusOutput, final: Path | None = None, *, replace: bool = True,
            splits: dict[str, list[int]] | None = None) -> Path:
     """Write one (task, lang) folder atomically: temp folder, then rename over any old one (``replace``).
 
@@ -431,7 +437,7 @@ def write_corpus(task: str, lang: str, records: list[dict], meta: dict, *, folde
     """
     if meta.get("kind") not in ("token", "sentence") or not meta.get("labels"):
         raise ValueError("meta needs kind ('token' or 'sentence') and labels")
-    return _write(_Output(task, lang, records, dict(meta)), folder, splits=splits)
+    return write_output(CorpusOutput(task, lang, records, dict(meta)), folder, splits=splits)
 
 
 def prepare_corpora(*, force: bool = False, progress: bool = True) -> PrepareReport:
@@ -474,7 +480,7 @@ def prepare_corpora(*, force: bool = False, progress: bool = True) -> PrepareRep
                 if not item.records:
                     report.missing.append((*key, "the source holds no examples"))
                 else:
-                    _write(item)
+                    write_output(item)
                     report.done.append(key)
                 left.discard(key)
                 bar.update(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from headprune_core.base.defaults import MAX_LENGTH
 from headprune_core.data.align import tokenize_sentence_task, tokenize_token_task
 
 
@@ -43,7 +44,7 @@ def label_counts(data, split: str = "train") -> dict[str, int]:
     return {lab: int(counts.get(i, 0)) for i, lab in enumerate(data.labels)}
 
 
-def corpus_report(data, *, tokenizer=None, max_length: int = 128, n: int = 5) -> dict:
+def corpus_report(data, *, tokenizer=None, max_length: int = MAX_LENGTH, n: int = 5) -> dict:
     """Counts, label counts (train), the first ``n`` examples as text and, with a tokenizer, the alignment:
     sentences truncated at ``max_length`` and words lost (token tasks) over all splits."""
     rep = {"task": data.task, "lang": data.lang, "kind": data.kind, "labels": list(data.labels),

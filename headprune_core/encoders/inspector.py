@@ -13,6 +13,7 @@ import re
 
 import torch
 
+from headprune_core.base.defaults import MAX_LENGTH
 from headprune_core.encoders.heads import attention_probs, head_gates, kept_heads
 
 
@@ -31,7 +32,7 @@ def _encode(tokenizer, words: list[str], max_length: int, device) -> tuple[dict,
 
 
 def tag_sentence(model, tokenizer, words: list[str], *, task: str | None = None,
-                 mask: torch.Tensor | None = None, max_length: int = 128) -> dict:
+                 mask: torch.Tensor | None = None, max_length: int = MAX_LENGTH) -> dict:
     """Predicted labels of ``words`` (first sub-word of each word) or of the whole sentence.
 
     Returns ``{"kind", "labels", "probs", "pieces", "word_ids"}``: for token tasks one label and its probability
@@ -66,7 +67,7 @@ def tag_sentence(model, tokenizer, words: list[str], *, task: str | None = None,
 
 
 def head_attention(model, tokenizer, words: list[str], layer: int, head: int, *,
-                   mask: torch.Tensor | None = None, max_length: int = 128) -> tuple[list[str], torch.Tensor]:
+                   mask: torch.Tensor | None = None, max_length: int = MAX_LENGTH) -> tuple[list[str], torch.Tensor]:
     """Sub-word pieces and head ``(layer, head)``'s attention over them, ``(seq, seq)`` (rows: queries).
 
     With ``mask``, the pattern is computed while the masked heads are gated off (their effect on the layer

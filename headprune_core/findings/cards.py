@@ -104,7 +104,7 @@ class Findings:
         found = self._get(job.cfg) if job else None
         return job, (found["curve"] if found else None)
 
-    def _refinetune(self, strategy: str, *, shares: bool = False):
+    def refinetune_result(self, strategy: str, *, shares: bool = False):
         """The plan's cross-lingual re-fine-tuning of ``self.task`` by ``strategy``: the experiment given by
         levels (Ma et al.'s k) or, with ``shares``, by shares of all heads (Budhraja et al. 2020)."""
         for j in self.jobs:
@@ -160,7 +160,7 @@ class Findings:
                  "otherwise inconclusive. A change is distinguishable when its 95% paired-bootstrap interval "
                  "excludes 0 (marked *).",
             protocol="")
-        job, res = self._refinetune("importance")
+        job, res = self.refinetune_result("importance")
         if res is None:
             card.missing = [job.what] if job else ["the plan has no importance re-fine-tuning"]
             return card
@@ -243,7 +243,7 @@ class Findings:
     def _retrain_controls(self) -> list[dict]:
         """Rows: after retraining, the source language's test metric at each k for lowest-ranked, random and
         top-ranked heads (the first training seed), with paired differences."""
-        runs = {s: self._refinetune(s) for s in ("importance", "random", "reverse")}
+        runs = {s: self.refinetune_result(s) for s in ("importance", "random", "reverse")}
         if any(res is None for _, res in runs.values()):
             return []
         rows = []
@@ -318,7 +318,7 @@ class Findings:
     def _thirds(self) -> tuple:
         """Per test language of the layer-third re-fine-tuning: the relative change of each third and which
         third hurts most, and whether it hurts distinguishably more than the next."""
-        job, res = self._refinetune("layers")
+        job, res = self.refinetune_result("layers")
         if res is None:
             return job, None, {}
         out = {}
@@ -398,7 +398,7 @@ class Findings:
                  "distinguishably; not reproduced when another third does, distinguishably. The card is "
                  "reproduced when both parts are, not reproduced when either is.",
             protocol="")
-        (ij, imp), (rj, rnd) = self._refinetune("importance", shares=True), self._refinetune("random", shares=True)
+        (ij, imp), (rj, rnd) = self.refinetune_result("importance", shares=True), self.refinetune_result("random", shares=True)
         _, lres, per = self._thirds()
         missing = [j.what for j, r in ((ij, imp), (rj, rnd)) if r is None and j is not None]
         if lres is None:

@@ -96,7 +96,7 @@ class Store:
         if not path.exists():
             return "missing"
         try:
-            _check_entry(path, cfg, hashes=False)
+            check_entry(path, cfg, hashes=False)
         except CorruptEntry:
             return "corrupt"
         return "ok"
@@ -150,7 +150,7 @@ class Store:
         if not path.is_dir():
             return None
         try:
-            records = _check_entry(path, cfg, hashes=False)
+            records = check_entry(path, cfg, hashes=False)
             rec = next((r for r in records if r.get("name") == name), None)
             if rec is None or not rec["file"].endswith((".json", ".npy")):
                 return None
@@ -270,7 +270,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _check_entry(path: Path, cfg: RunConfig | None, *, hashes: bool) -> list[dict]:
+def check_entry(path: Path, cfg: RunConfig | None, *, hashes: bool) -> list[dict]:
     """The entry's artifact records, after checking them; raises :class:`CorruptEntry` with the reason.
 
     Checked: ``entry.json`` and ``config.json`` parse; the entry was written for ``cfg`` (its key and its
@@ -316,14 +316,14 @@ def _keyed_of(stored: dict, cfg: RunConfig) -> dict | None:
 
 def _is_valid(path: Path, cfg: RunConfig) -> bool:
     try:
-        _check_entry(path, cfg, hashes=True)
+        check_entry(path, cfg, hashes=True)
         return True
     except CorruptEntry:
         return False
 
 
 def _read_entry(path: Path, cfg: RunConfig | None) -> dict[str, Any]:
-    records = _check_entry(path, cfg, hashes=True)
+    records = check_entry(path, cfg, hashes=True)
     out: dict[str, Any] = {}
     try:
         for rec in records:

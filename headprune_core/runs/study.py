@@ -318,6 +318,11 @@ class Study:
             self._models = {key: model, **dict(list(self._models.items())[:1])}  # keep the 2 newest
         return self._models[key]
 
+    def forget_models(self) -> None:
+        """Drop the fine-tuned models held in memory (their entries stay in the cache): the next use loads
+        them from the cache again, or trains them if their entries are gone."""
+        self._models.clear()
+
     def train_log(self, ft: FinetuneConfig) -> dict:
         self.finetuned(ft)
         return self.store.get(ft)["log"]

@@ -7,11 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.fixture_cache import build_fixture_cache
-
-REPO = Path(__file__).resolve().parents[2]
-APP = str(REPO / "app.py")
-TIMEOUT = 180  # seconds per script run; the first one loads torch and transformers
+from tests.helpers.fixture_cache import build_fixture_cache
 
 
 @pytest.fixture(scope="session")
@@ -34,21 +30,3 @@ def cache_copy(fixture_cache, tmp_path) -> Path:
     for part in ("runs", "plans", "corpora"):
         shutil.copytree(fixture_cache["root"] / part, root / part)
     return root
-
-
-def make_app(cache: Path, monkeypatch):
-    """An AppTest of app.py reading ``cache``."""
-    from streamlit.testing.v1 import AppTest
-
-    monkeypatch.setenv("HEADPRUNE_CACHE", str(cache))
-    return AppTest.from_file(APP, default_timeout=TIMEOUT)
-
-
-def plan_size(plan, **restrict) -> int:
-    """How many jobs the plan has for the dashboard's default choices (task pos), as the core expands it."""
-    from dataclasses import replace
-
-    from headprune_core.plans.plan import plan_jobs
-    from headprune_core.runs.study import Study
-    plan = replace(plan, tasks=("pos",), **restrict)
-    return len(plan_jobs(Study(plan.model, progress=False), plan))

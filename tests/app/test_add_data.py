@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.conftest import make_app
-from tests.own_data import token_files
+from tests.helpers.app import make_app
+from tests.helpers.own_data import token_files
 
 
 def run(at):

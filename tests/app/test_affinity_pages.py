@@ -4,7 +4,6 @@ small GradTS plan computed through the real pipeline; and on a cache where nothi
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GradTSPlan
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
-from tests.app.conftest import REPO, TIMEOUT
+from tests.helpers.app import REPO, TIMEOUT, copy_cache
 
 AFFINITY = str(REPO / "headprune_app" / "pages" / "task_affinity.py")
 SHARED = str(REPO / "headprune_app" / "pages" / "shared_heads.py")
@@ -38,10 +37,6 @@ def write_plan(root: Path, plan: GradTSPlan) -> None:
     (folder / f"{plan.name}.json").write_text(json.dumps(plan.to_dict(), indent=1))
 
 
-def copy_cache(fixture_cache, dest: Path, *, runs: bool) -> Path:
-    for part in ("runs", "plans", "corpora") if runs else ("plans", "corpora"):
-        shutil.copytree(fixture_cache["root"] / part, dest / part)
-    return dest
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app import browser
+from tests.helpers import browser
 
 ARTIFACTS = Path(os.environ.get("HEADPRUNE_ARTIFACTS", browser.REPO / "artifacts")) / "browser"
 
@@ -70,7 +70,7 @@ def test_every_page_renders_in_a_real_browser(server):
 
 def test_upload_a_conll_file_and_see_its_heatmap(cache_copy):
     """A user's own CoNLL file, uploaded in the browser, registered, fine-tuned and scored: its heatmap appears."""
-    from tests.own_data import token_files
+    from tests.helpers.own_data import token_files
     pytest.importorskip("playwright", reason="playwright is not installed (pip install playwright==1.65.2)")
     conll = token_files(cache_copy.parent / "upload", "conll", three=False)[0]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from headprune_core.runs.store import Store
-from tests.app.conftest import make_app, plan_size
-from tests.app.test_pages import PAGES, run_page
+from tests.helpers.app import PAGES, make_app, plan_size, run_page
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

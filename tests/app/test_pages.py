@@ -8,28 +8,16 @@ import json
 import pytest
 
 from headprune_core.runs.store import Store
-from tests.app.conftest import make_app, plan_size
-
-PAGES = ["home", "importance", "prune", "retrain", "inspector", "findings", "runs"]
-AFFINITY_PAGES = ["task_affinity", "shared_heads"]  # tested on their own in test_affinity_pages.py
-
-
-def run_page(at, page: str):
-    """Switch to ``page`` (a file name in headprune_app/pages, without .py) and run."""
-    at.switch_page(f"headprune_app/pages/{page}.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def plotly_charts(at) -> list:
-    return at.get("plotly_chart")
-
-
-def metric_value(at, prefix: str) -> float:
-    hits = [m for m in at.metric if m.label.startswith(prefix)]
-    assert hits, [m.label for m in at.metric]
-    return float(hits[0].value.rstrip("xM "))
+from tests.helpers.app import (
+    AFFINITY_PAGES,
+    PAGES,
+    copy_cache,
+    make_app,
+    metric_value,
+    plan_size,
+    plotly_charts,
+    run_page,
+)
 
 
 @pytest.fixture
@@ -170,8 +158,9 @@ def test_measure_size_and_latency(app, fixture_cache):
     assert change == pytest.approx(float(latency.value[:-3]) - float(latency.delta.split("full ")[1][:-3]), abs=0.11)
     speed_q = app.metric[[m.label for m in app.metric].index("speed-up")].delta
     lo, hi = (float(v) for v in speed_q.removesuffix(" (quartiles)").split(" to "))
-    # coloured only when the rounds agree: green faster, red slower, grey otherwise
-    assert latency.proto.color == (1 if lo > 1 else 0 if hi < 1 else 2)  # Metric colours: 0 red, 1 green, 2 grey
+    # coloured only when the rounds agree and the medians point the same way: green faster, red slower, else grey
+    expected = 1 if lo > 1 and change < 0 else 0 if hi < 1 and change > 0 else 2  # Metric colours: 0 red, 1 green, 2 grey
+    assert latency.proto.color == expected
     speed = metric_value(app, "speed-up")
     q25, q75 = (float(v) for v in app.metric[[m.label for m in app.metric].index("speed-up")].delta
                 .removesuffix(" (quartiles)").split(" to "))
@@ -307,7 +296,6 @@ def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, mon
 def test_learned_strategy_offers_the_l0_run_then_prunes_by_its_gates(fixture_cache, monkeypatch, tmp_path):
     from headprune_app import prune_view
     from headprune_core.runs.study import Study
-    from tests.app.test_affinity_pages import copy_cache
     root = copy_cache(fixture_cache, tmp_path / "cache", runs=True)
     at = make_app(root, monkeypatch)
     at.run()

@@ -10,8 +10,7 @@ from __future__ import annotations
 import shutil
 import threading
 
-from tests.app.conftest import make_app
-from tests.app.test_pages import metric_value, run_page
+from tests.helpers.app import make_app, metric_value, run_page
 
 SETTINGS = [("importance", 9), ("reverse", 9)]  # 99.57 vs 98.72 on the fixture
 

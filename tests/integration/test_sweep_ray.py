@@ -100,7 +100,7 @@ def test_sweep_on_ray_equals_the_sequential_study_and_a_rerun_computes_nothing(t
 
 def test_killed_worker_is_redone_and_a_failing_job_is_reported(tiny_cache, ray_cluster, tmp_path):
     root, model = tiny_cache
-    from tests.app.fixture_cache import write_model
+    from tests.helpers.fixture_cache import write_model
     broken = write_model(tmp_path / "broken-bert", seed=5)  # other weights (a copy would share every key)
     spec = _spec(model, name="k", models=[model, str(broken)], seeds=[21], langs=["en"])
     graph = build_graph(spec)  # keys and fingerprints of both models are taken here ...

@@ -10,8 +10,8 @@ import torch
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
 from headprune_core.methods.bandit import BetaBernoulli, bandit_search
 from headprune_core.methods.train import batches
-from tests.tiny_models import tiny_encoder
-from tests.unit.test_train import _token_rows
+from tests.helpers.rows import token_rows
+from tests.helpers.tiny_models import tiny_encoder
 
 
 def test_thompson_sampling_favours_the_arm_that_pays():
@@ -56,9 +56,9 @@ def test_the_bandit_moves_toward_the_auxiliary_task_that_helps():
         torch.manual_seed(seed)
         tasks = {t: TaskHead("token", ("A", "B", "C")) for t in ("primary", "same", "noise")}
         model = HeadedEncoder(tiny_encoder("bert"), tasks, dropout=0.0)
-        train = {"primary": _token_rows(8, seed=10), "same": _token_rows(96, seed=11),
-                 "noise": _noisy(_token_rows(96, seed=12), seed)}
-        dev = batches(_token_rows(32, seed=13), batch_size=16, pad_id=0, task="primary")
+        train = {"primary": token_rows(8, seed=10), "same": token_rows(96, seed=11),
+                 "noise": _noisy(token_rows(96, seed=12), seed)}
+        dev = batches(token_rows(32, seed=13), batch_size=16, pad_id=0, task="primary")
         res = bandit_search(model, train, dev, primary="primary", pad_id=0, rounds=60, round_steps=2, lr=3e-3,
                             head_lr=3e-3, decay=0.9, seed=seed, progress=False)
         assert res["chosen"]["same"] > res["chosen"]["noise"], seed

@@ -20,7 +20,7 @@ import torch
 from transformers import BertConfig, BertModel
 
 from headprune_core.encoders.heads import head_gates
-from headprune_core.runs.store import Store, _check_entry
+from headprune_core.runs.store import Store, check_entry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -144,12 +144,12 @@ def test_two_processes_asking_for_one_key_compute_it_once(tmp_path):
 CLI_WORKER = """
     import os, sys
     import headprune_core.runs.study as study
-    real = study.Study._train
-    def counted(self, ft):
+    real = study.finetune
+    def counted(*args, **kwargs):
         with open(os.environ["LOG"], "a") as f:
             f.write("train\\n")
-        return real(self, ft)
-    study.Study._train = counted
+        return real(*args, **kwargs)
+    study.finetune = counted
     from headprune_core.cli.main import main
     sys.exit(main(sys.argv[1:]))
 """
@@ -194,7 +194,7 @@ def _entries_are_whole(runs: Path) -> int:
         for entry in kind.iterdir():
             if entry.name.startswith("."):
                 continue  # temp folders of killed writers: never read, cleaned by the next writer
-            _check_entry(entry, None, hashes=True)
+            check_entry(entry, None, hashes=True)
             n += 1
     return n
 

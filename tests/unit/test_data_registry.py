@@ -17,7 +17,7 @@ from headprune_core.data import (
     load_task,
     prepare_corpora,
 )
-from headprune_core.data.corpora import _sentence_output, _Source, _token_outputs
+from headprune_core.data.corpora import CorpusSource, sentence_output, token_outputs
 from headprune_core.data.tagsets import TagMapper
 
 
@@ -63,12 +63,12 @@ def _fake_sources(calls):
         calls.append("tokens")
         sents = [([f"w{i}", "Name", "."], ["NN", "NNP", "."], [False, True, False]) for i in range(20)]
         sents[0] = (["odd"], ["858"], [False])
-        yield from _token_outputs("en", sents, TagMapper("penn"), {"source": "fake", "notes": ["n"]})
+        yield from token_outputs("en", sents, TagMapper("penn"), {"source": "fake", "notes": ["n"]})
 
     def build_sentences(downloads, work):
         calls.append("sentences")
         pairs = [(f"text {i}", "positive" if i % 2 else "negative") for i in range(30)] + [("text 1", "positive")]
-        yield _sentence_output("polarity-en", "en", pairs, {"source": "fake"})
+        yield sentence_output("polarity-en", "en", pairs, {"source": "fake"})
         yield ("reviews-en", "en", "reviews.csv: ValueError: broken row")
 
     def build_unreachable(downloads, work):
@@ -76,9 +76,9 @@ def _fake_sources(calls):
         raise fetch.FetchError("cannot fetch Debian package python3-pattern: apt-get is not on this machine")
         yield  # pragma: no cover
 
-    return (_Source("tokens", [("pos", "en"), ("name", "en")], build_tokens),
-            _Source("sentences", [("polarity-en", "en"), ("reviews-en", "en")], build_sentences),
-            _Source("unreachable", [("pos", "de"), ("name", "de")], build_unreachable))
+    return (CorpusSource("tokens", [("pos", "en"), ("name", "en")], build_tokens),
+            CorpusSource("sentences", [("polarity-en", "en"), ("reviews-en", "en")], build_sentences),
+            CorpusSource("unreachable", [("pos", "de"), ("name", "de")], build_unreachable))
 
 
 def test_prepare_writes_reports_missing_and_is_idempotent(cache, monkeypatch):
@@ -144,8 +144,8 @@ def test_crash_while_writing_leaves_no_partial_folder(cache, monkeypatch):
 
 def test_empty_split_in_embedded_corpus_is_a_clear_error(cache, monkeypatch):
     def tiny(downloads, work):
-        yield from _token_outputs("en", [(["a"], ["NN"], [False])] * 4, TagMapper("penn"), {"source": "fake"})
-    monkeypatch.setattr(corpora, "SOURCES", (_Source("tiny", [("pos", "en")], tiny),))
+        yield from token_outputs("en", [(["a"], ["NN"], [False])] * 4, TagMapper("penn"), {"source": "fake"})
+    monkeypatch.setattr(corpora, "SOURCES", (CorpusSource("tiny", [("pos", "en")], tiny),))
     prepare_corpora(progress=False)
     with pytest.raises(ValueError, match="pos/en: the 'validation' split is empty"):
         load_task("pos", "en")

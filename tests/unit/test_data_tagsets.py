@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from headprune_core.data.corpora import _dedupe, read_tagged, split_indices, turkish_words
+from headprune_core.data.corpora import dedupe, read_tagged, split_indices, turkish_words
 from headprune_core.data.formats import conllu_words
 from headprune_core.data.tagsets import NAME_TAGS, TABLES, UNIVERSAL_TAGS, TagMapper, bio_names, is_proper
 
@@ -114,6 +114,6 @@ def test_split_indices_fixed_and_complete():
 
 def test_dedupe_drops_repeats_and_conflicts():
     pairs = [("a", "pos"), ("b", "neg"), ("a", "pos"), ("c", "pos"), ("c", "neg"), ("", "pos")]
-    kept, stats = _dedupe(pairs)
+    kept, stats = dedupe(pairs)
     assert kept == [("a", "pos"), ("b", "neg")]
     assert stats == {"input": 6, "kept": 2, "conflicting_texts": 1}

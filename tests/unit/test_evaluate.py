@@ -19,7 +19,7 @@ from headprune_core.methods.evaluate import (
     strategy_mask,
 )
 from headprune_core.methods.train import batches, finetune
-from tests.tiny_models import tiny_encoder
+from tests.helpers.tiny_models import tiny_encoder
 
 BIO = ["O", "B-NAME", "I-NAME", "B-LOC", "I-LOC"]
 

@@ -56,7 +56,7 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
         assert c.verdict in VERDICTS[:3] and not c.missing and c.measured and c.rows and c.protocol, c.key
 
     # (a): the table is the importance re-fine-tuning's own numbers, per language
-    job, res = found._refinetune("importance")
+    job, res = found.refinetune_result("importance")
     assert res["seeds"] == [1, 2] and res["levels"] == ["0", "1", "2"]
     rows = {r["language"].split()[0]: r for r in cards["a"].rows}
     assert set(rows) == {"en", "de"} and "(source)" in rows["en"]["language"]
@@ -106,7 +106,7 @@ def _verdict_rules(f, job, res):
     cases = [(fake(2.0, 0.5, 3.5, True), "1", "reproduced"), (fake(-2.0, -3.5, -0.5, True), "1", "not reproduced"),
              (fake(0.0, 0.0, 0.0, False), "0", "not reproduced"), (fake(-0.5, -2.0, 1.0, False), "2", "inconclusive")]
     for change, best, verdict in cases:
-        f._refinetune = lambda s, shares=False, r=with_changes(change, best): (job, r)
+        f.refinetune_result = lambda s, shares=False, r=with_changes(change, best): (job, r)
         assert f.card_a().verdict.startswith(verdict), (change, best)
 
 

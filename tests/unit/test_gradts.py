@@ -20,8 +20,8 @@ from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan, normalize_
 from headprune_core.runs.config import GradTSConfig
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
-from tests.app.fixture_cache import LEXICON, build_fixture_cache
-from tests.hub_copy import write_hub_repo
+from tests.helpers.fixture_cache import LEXICON, build_fixture_cache
+from tests.helpers.hub_copy import write_hub_repo
 
 TRAIN = {"max_train_sentences": 48, "epochs": 2.0, "lr": 3e-3, "batch_size": 16, "freeze_embeddings": False}
 

@@ -15,7 +15,7 @@ from headprune_core.encoders.heads import (
     present_mask,
     prune_heads,
 )
-from tests.tiny_models import FAMILIES, random_batch, tiny_encoder
+from tests.helpers.tiny_models import FAMILIES, random_batch, tiny_encoder
 
 
 def _out(model, batch):

@@ -11,7 +11,7 @@ from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
 from headprune_core.encoders.heads import head_shape, prune_heads
 from headprune_core.methods.importance import normalise, score_heads
 from headprune_core.methods.similarity import spearman_matrix
-from tests.tiny_models import random_batch, tiny_encoder
+from tests.helpers.tiny_models import random_batch, tiny_encoder
 
 
 def _model(kind="token", family="bert"):
@@ -139,8 +139,8 @@ def test_per_example_kv_maps_equal_kv_grad_on_each_example_alone():
     """GradTS-fg's batched per-example maps: one backward per batch gives each example's own kv_grad map."""
     from headprune_core.methods.importance import instance_kv_maps
     from headprune_core.methods.train import batches
-    from tests.unit.test_train import _sentence_rows, _token_rows
-    for kind, rows, labels in (("token", _token_rows(10), ("A", "B", "C")), ("sentence", _sentence_rows(10), ("n", "p"))):
+    from tests.helpers.rows import sentence_rows, token_rows
+    for kind, rows, labels in (("token", token_rows(10), ("A", "B", "C")), ("sentence", sentence_rows(10), ("n", "p"))):
         torch.manual_seed(0)
         model = HeadedEncoder(tiny_encoder("bert"), {"t": TaskHead(kind, labels)}, dropout=0.0)
         maps = instance_kv_maps(model, batches(rows, batch_size=4, pad_id=0, shuffle=True))

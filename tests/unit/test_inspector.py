@@ -6,7 +6,7 @@ from transformers import PreTrainedTokenizerFast
 
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
 from headprune_core.encoders.inspector import head_attention, split_words, tag_sentence
-from tests.tiny_models import tiny_encoder
+from tests.helpers.tiny_models import tiny_encoder
 
 
 def _tokenizer():

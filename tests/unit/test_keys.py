@@ -91,7 +91,7 @@ def test_descriptive_fields_change_neither_key_nor_weights(study):
     assert cross.key() == multi.key() == renamed.key()
     first = _weights(study, cross)
     study.store.delete(cross)
-    study._models.clear()
+    study.forget_models()
     assert _same_weights(first, _weights(study, multi)), "training is not deterministic: keys would lie"
 
 

@@ -16,8 +16,8 @@ from headprune_core.methods.train import finetune
 from headprune_core.runs.config import FinetuneConfig, l0_options, l0_pairs, nested_configs
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
-from tests.tiny_models import random_batch, tiny_encoder
-from tests.unit.test_train import _token_rows
+from tests.helpers.rows import token_rows
+from tests.helpers.tiny_models import random_batch, tiny_encoder
 
 
 def test_prob_open_is_the_share_of_nonzero_samples():
@@ -44,7 +44,7 @@ def _gated_training(*, target=None, penalty=None, epochs=30, seed=0, gate_lr=0.5
     torch.manual_seed(seed)
     model = HeadedEncoder(tiny_encoder("bert"), {"tok": TaskHead("token", ("A", "B", "C"))}, dropout=0.0)
     trainer = GateTrainer((2, 4), target=target, penalty=penalty, gate_lr=gate_lr, seed=seed)
-    log = finetune(model, {"tok": _token_rows()}, pad_id=0, epochs=epochs, lr=3e-3, batch_size=8,
+    log = finetune(model, {"tok": token_rows()}, pad_id=0, epochs=epochs, lr=3e-3, batch_size=8,
                    progress=False, gates=trainer)
     return model, trainer, log
 
@@ -108,7 +108,7 @@ def test_study_learns_which_heads_to_keep_from_its_fine_tune_and_caches_it(tiny_
     assert learned.sparsity == 0.5 and abs(log_expected(study, ft) - 0.5) < 0.1 and set(np.unique(learned.kept)) == {0.0, 1.0}
     assert study.store.has(base)  # its own entry, trained before the gates
     log = study.store.get(ft)["log"]
-    assert log["learned"]["n_kept"] == int(learned.kept.sum()) and log["seconds"] < study.store.get(base)["log"]["seconds"] * 10
+    assert log["learned"]["n_kept"] == int(learned.kept.sum())
     # the stored model computes the kept heads only: gating the removed ones off changes nothing
     m = study.finetuned(ft)
     b = random_batch()
@@ -117,10 +117,10 @@ def test_study_learns_which_heads_to_keep_from_its_fine_tune_and_caches_it(tiny_
         with head_gates(m, torch.tensor(learned.kept, dtype=torch.float32)):
             masked = m(b["input_ids"], b["attention_mask"])
     assert torch.allclose(plain, masked, atol=1e-5)
-    # cached: a fresh Study trains nothing
-    monkeypatch.setattr(Study, "_train", lambda *a: pytest.fail("trained again"))
-    again = Study(model, store=Store(tmp_path / "runs"), progress=False).learned(ft)
-    assert np.array_equal(again.kept, learned.kept)
+    # cached: a fresh Study computes nothing
+    store = Store(tmp_path / "runs")
+    again = Study(model, store=store, progress=False).learned(ft)
+    assert np.array_equal(again.kept, learned.kept) and store.computations == 0
     # another seed is another run with the same options
     assert study.reseeded(ft, 14).l0 == ft.l0
 

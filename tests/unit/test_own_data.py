@@ -19,8 +19,8 @@ from headprune_core.data.user import AlreadyRegistered, register, remove
 from headprune_core.plans.plan import StudyPlan, run_plan
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
-from tests.hub_copy import write_hub_repo
-from tests.own_data import SIZES, text_files, token_files, token_sentences, write_checkpoint
+from tests.helpers.hub_copy import write_hub_repo
+from tests.helpers.own_data import SIZES, text_files, token_files, token_sentences, write_checkpoint
 
 FAST = ["--max-train", "60", "--epochs", "1", "--batch-size", "16"]
 

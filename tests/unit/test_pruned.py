@@ -10,7 +10,7 @@ import torch
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
 from headprune_core.encoders.heads import count_parameters, head_gates, kept_heads
 from headprune_core.encoders.pruned import load_pruned, save_pruned
-from tests.tiny_models import FAMILIES, random_batch, tiny_encoder
+from tests.helpers.tiny_models import FAMILIES, random_batch, tiny_encoder
 
 
 @pytest.mark.parametrize("family", FAMILIES)

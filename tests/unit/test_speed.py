@@ -10,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
 from headprune_core.encoders.heads import pruned_copy
 from headprune_core.encoders.speed import encoder_flops, flop_limit, interleaved, measure_speed, paired_ratios, spread
-from tests.tiny_models import tiny_encoder
+from tests.helpers.tiny_models import tiny_encoder
 
 
 def _model(family="bert", attn="eager", labels=3):

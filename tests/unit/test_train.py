@@ -7,27 +7,8 @@ import torch
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
 from headprune_core.methods.evaluate import evaluate
 from headprune_core.methods.train import batches, collate, finetune, load_trained, schedule, trained_weights
-from tests.tiny_models import tiny_encoder
-
-
-def _token_rows(n=48, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    rows = []
-    for _ in range(n):
-        ids = torch.randint(5, 20, (int(torch.randint(4, 10, (1,), generator=g)),), generator=g).tolist()
-        labels = [i % 3 for i in ids]
-        labels[0] = -100
-        rows.append({"input_ids": ids, "attention_mask": [1] * len(ids), "labels": labels})
-    return rows
-
-
-def _sentence_rows(n=48, seed=1):
-    g = torch.Generator().manual_seed(seed)
-    rows = []
-    for _ in range(n):
-        ids = torch.randint(5, 120, (6,), generator=g).tolist()
-        rows.append({"input_ids": ids, "attention_mask": [1] * 6, "labels": int(ids[0] >= 60)})
-    return rows
+from tests.helpers.rows import sentence_rows, token_rows
+from tests.helpers.tiny_models import tiny_encoder
 
 
 def test_collate_pads():
@@ -48,13 +29,13 @@ def test_multitask_training_lowers_both_losses_and_weights_round_trip():
     torch.manual_seed(0)
     tasks = {"tok": TaskHead("token", ("A", "B", "C")), "sent": TaskHead("sentence", ("neg", "pos"))}
     model = HeadedEncoder(tiny_encoder("bert"), tasks, dropout=0.0)
-    train = {"tok": _token_rows(), "sent": _sentence_rows()}
+    train = {"tok": token_rows(), "sent": sentence_rows()}
     log = finetune(model, train, pad_id=0, epochs=10, lr=3e-3, batch_size=8, progress=False,
                    freeze_embeddings=True)
     for task in tasks:
         assert log.mean_loss(task, window=6) < 0.8 * log.mean_loss(task, first=True, window=6), task
     assert log.steps == 10 * (6 + 6)
-    tok_batches = batches(_token_rows(16, seed=5), batch_size=8, pad_id=0, task="tok")
+    tok_batches = batches(token_rows(16, seed=5), batch_size=8, pad_id=0, task="tok")
     acc = evaluate(model, tok_batches, ["A", "B", "C"], kind="token")["score"]
     weights = trained_weights(model, freeze_embeddings=True)
     assert "encoder.embeddings.word_embeddings.weight" not in weights

@@ -1,9 +1,9 @@
 """Measure how long each dashboard page's script takes, cold and warm, with Streamlit's AppTest.
 
-``python -m tests.app.page_timings [--cache DIR]`` (default: the repository's cache/, i.e. the demo study).
+``python -m bench.page_timings [--cache DIR]`` (default: the repository's cache/, i.e. the demo study).
 Cold: the first visit of each page in a fresh Python process (the app's first run also pays the imports);
 warm: visiting it again. Also times the prune slider: a new k (one evaluation pass) and a k seen before.
-Server-side script time only; the browser adds rendering (see ``python -m tests.app.browser``).
+Server-side script time only; the browser adds rendering (see ``python -m tests.helpers.browser``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 PAGES = ("home", "importance", "prune", "inspector", "runs")
 
 

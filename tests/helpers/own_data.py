@@ -9,7 +9,7 @@ import json
 import random
 from pathlib import Path
 
-from tests.app.fixture_cache import LEXICON, make_sentence
+from tests.helpers.fixture_cache import LEXICON, make_sentence
 
 SIZES = {"train": 120, "validation": 24, "test": 24}
 

@@ -12,7 +12,7 @@
 * ``runs/``: the plan run end to end with :func:`headprune_core.plans.plan.run_plan` (fine-tune, score, evaluate,
   curves), unless ``with_runs=False`` (an "empty" cache: data and model, no results).
 
-``python -m tests.app.fixture_cache DIR`` builds one for manual runs: ``HEADPRUNE_CACHE=DIR streamlit run app.py``.
+``python -m tests.helpers.fixture_cache DIR`` builds one for manual runs: ``HEADPRUNE_CACHE=DIR streamlit run app.py``.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def make_sentence(lex: dict, rng: random.Random) -> tuple[list[str], list[str], 
 
 def write_corpora(langs=(*LANGS, EXTRA_LANG), *, seed: int = 7) -> None:
     """Generated POS and NAME corpora for ``langs``, written with the data package's own writer."""
-    from headprune_core.data.corpora import _Output, _write
+    from headprune_core.data.corpora import CorpusOutput, write_output
     from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS, bio_names
 
     for lang in langs:
@@ -110,9 +110,9 @@ def write_corpora(langs=(*LANGS, EXTRA_LANG), *, seed: int = 7) -> None:
             notes.append("small on purpose, like de-tiger (only 250 sentences): German scores are noisy")
         meta = {"kind": "token", "source": "headprune test fixture (generated)", "licence": "CC0",
                 "notes": notes, "native_tagset": "upos", "x_share": 0.0, "unknown_tags": {}}
-        _write(_Output("pos", lang, [{"tokens": w, "tags": t} for w, t, _ in sents],
+        write_output(CorpusOutput("pos", lang, [{"tokens": w, "tags": t} for w, t, _ in sents],
                        {**meta, "labels": list(UNIVERSAL_TAGS)}))
-        _write(_Output("name", lang, [{"tokens": w, "tags": bio_names(p)} for w, _, p in sents],
+        write_output(CorpusOutput("name", lang, [{"tokens": w, "tags": bio_names(p)} for w, _, p in sents],
                        {**meta, "labels": list(NAME_TAGS),
                         "notes": notes + ["NAME spans are runs of gold proper-noun tags: a proxy for NER"]}))
 

@@ -1,7 +1,7 @@
 """Drive the real dashboard in headless Chromium (Debian's /usr/bin/chromium through Playwright).
 
 Used by the browser test and to take the README's screenshots:
-``python -m tests.app.browser --cache DIR --out docs/screenshots`` starts ``streamlit run app.py`` on a free
+``python -m tests.helpers.browser --cache DIR --out docs/screenshots`` starts ``streamlit run app.py`` on a free
 localhost port with ``HEADPRUNE_CACHE=DIR``, opens every page and saves one PNG per page.
 """
 

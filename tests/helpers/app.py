@@ -1,0 +1,54 @@
+"""Driving the dashboard in tests: an AppTest of app.py on a cache folder, switching pages, reading metrics."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from headprune_core.plans.plan import plan_jobs
+from headprune_core.runs.study import Study
+
+REPO = Path(__file__).resolve().parents[2]
+APP = str(REPO / "app.py")
+TIMEOUT = 180  # seconds per script run; the first one loads torch and transformers
+PAGES = ["home", "importance", "prune", "retrain", "inspector", "findings", "runs"]
+AFFINITY_PAGES = ["task_affinity", "shared_heads"]  # tested on their own in test_affinity_pages.py
+
+
+def make_app(cache: Path, monkeypatch):
+    """An AppTest of app.py reading ``cache``."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(cache))
+    return AppTest.from_file(APP, default_timeout=TIMEOUT)
+
+
+def plan_size(plan, **restrict) -> int:
+    """How many jobs the plan has for the dashboard's default choices (task pos), as the core expands it."""
+    plan = replace(plan, tasks=("pos",), **restrict)
+    return len(plan_jobs(Study(plan.model, progress=False), plan))
+
+
+def run_page(at, page: str):
+    """Switch to ``page`` (a file name in headprune_app/pages, without .py) and run."""
+    at.switch_page(f"headprune_app/pages/{page}.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def plotly_charts(at) -> list:
+    return at.get("plotly_chart")
+
+
+def metric_value(at, prefix: str) -> float:
+    hits = [m for m in at.metric if m.label.startswith(prefix)]
+    assert hits, [m.label for m in at.metric]
+    return float(hits[0].value.rstrip("xM "))
+
+
+def copy_cache(fixture_cache, dest: Path, *, runs: bool) -> Path:
+    for part in ("runs", "plans", "corpora") if runs else ("plans", "corpora"):
+        shutil.copytree(fixture_cache["root"] / part, dest / part)
+    return dest
