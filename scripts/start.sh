@@ -9,21 +9,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 . .venv/bin/activate
-python -m headprune_core prepare
+headprune prepare
 # Two single-thread jobs at a time on a local Ray cluster use 2 cores better than one 2-thread job (1.16x faster
 # here, measured). At most 4 at once: each holds a copy of the model. If Ray cannot start on this machine, the
 # whole demo study runs one job after another before the app starts (whatever finished is cached and reused).
 CPUS=$(python -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))")
-python -m headprune_core sweep sweeps/demo-first.json --cpus "$CPUS" || python -m headprune_core study demo
+headprune sweep sweeps/demo-first.json --cpus "$CPUS" || headprune study demo
 # The rest of the demo (its curves) in the background, at a lower priority than the dashboard, unless a demo
 # sweep already runs on this cache. It goes on after the app stops (its jobs are cached one by one); the log
 # says where it is.
-LOG=$(python -c "from headprune_core.sweep import sweeps_root; print(sweeps_root())")/demo-background.log
-if python -m headprune_core sweep sweeps/demo.json --running >/dev/null; then
+LOG=$(python -c "from headprune_core.plans.progress import sweeps_root; print(sweeps_root())")/demo-background.log
+if headprune sweep sweeps/demo.json --running >/dev/null; then
   echo "The demo sweep already runs on this cache (log: $LOG)."
 else
   mkdir -p "$(dirname "$LOG")"
-  nohup nice -n 10 python -m headprune_core sweep sweeps/demo.json --cpus "$CPUS" >"$LOG" 2>&1 &
+  nohup nice -n 10 headprune sweep sweeps/demo.json --cpus "$CPUS" >"$LOG" 2>&1 &
   echo "Computing the demo's pruning curves in the background (process $!, log: $LOG)."
 fi
 exec streamlit run app.py "$@"

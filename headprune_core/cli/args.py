@@ -4,6 +4,8 @@ Nothing here imports torch or data libraries, so ``--help`` and a bad option ans
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from headprune_core.base.choices import (
     FORMATS,
@@ -135,8 +137,13 @@ def gradts_args(p: argparse.ArgumentParser, *, plan: bool = True) -> None:
     data_args(p, keyed=True)
 
 
+def program_name() -> str:
+    """``headprune`` when run by its console command, else ``python -m headprune_core``."""
+    return "headprune" if Path(sys.argv[0]).name == "headprune" else "python -m headprune_core"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m headprune_core",
+    parser = argparse.ArgumentParser(prog=program_name(),
                                      description="Score, prune and compare the attention heads of encoders.")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)

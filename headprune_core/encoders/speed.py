@@ -79,8 +79,8 @@ def paired_ratios(numerator: list[float], denominator: list[float]) -> list[floa
 def hidden_sizes(model: torch.nn.Module) -> tuple[int, int]:
     """(hidden size, FFN inner size) of the encoder, whatever its family calls them."""
     config = base_model(model).config
-    hidden = getattr(config, "hidden_size", None) or getattr(config, "dim")
-    ffn = getattr(config, "intermediate_size", None) or getattr(config, "hidden_dim")
+    hidden = getattr(config, "hidden_size", None) or config.dim  # DistilBERT names them dim / hidden_dim
+    ffn = getattr(config, "intermediate_size", None) or config.hidden_dim
     return int(hidden), int(ffn)
 
 

@@ -184,7 +184,7 @@ class GradTS:
                 continue
             self.unit_raw(unit)  # its model, fine-tuned alone, gives the per-example maps
             ic = self.instance_config(unit)
-            found = self._job(f"per-example maps {unit}", ic, lambda: self.study.instances(ic))
+            found = self._job(f"per-example maps {unit}", ic, lambda ic=ic: self.study.instances(ic))
             seconds += float(found["meta"].get("seconds", 0.0))
             sel = select_instances(found["maps"], primary_raw, self.plan.fg_threshold)
             rows = [int(r) for r in np.asarray(found["rows"])]

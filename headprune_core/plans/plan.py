@@ -29,7 +29,9 @@ from headprune_core.runs.study import Study
 
 @dataclass(frozen=True)
 class StudyPlan:
-    """What a preset computes. Every job goes through the cache."""
+    """What to compute for one model: tasks x languages x settings, the head scores, evaluations and pruning
+    curves of each, prune-then-retrain experiments and GradTS checks (a preset, or a JSON file of these fields;
+    every job goes through the cache)."""
 
     name: str
     description: str

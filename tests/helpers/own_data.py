@@ -22,7 +22,7 @@ def token_sentences(n: int, *, seed: int = 3, lang: str = "en") -> list[tuple[li
 def text_examples(n: int, *, seed: int = 3) -> list[tuple[str, str]]:
     """Sentences labelled by whether they hold a name (``name`` / ``none``): a task the text decides."""
     out = []
-    for words, tags in token_sentences(n, seed=seed):
+    for words, _tags in token_sentences(n, seed=seed):
         out.append((" ".join(words), "name" if any(w[0].isupper() for w in words[1:]) else "none"))
     return out
 

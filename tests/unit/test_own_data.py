@@ -87,7 +87,7 @@ def _wikiann_copy(root, lang="sw"):
 
     def rows(n, seed):
         out = {"tokens": [], "ner_tags": [], "langs": [], "spans": []}
-        for words, tags in token_sentences(n, seed=seed):
+        for words, _tags in token_sentences(n, seed=seed):
             out["tokens"].append(words)
             out["ner_tags"].append([1 if w[0].isupper() and i else 0 for i, w in enumerate(words)])
             out["langs"].append([lang] * len(words))
@@ -192,8 +192,7 @@ def test_cli_data_add_tasks_and_plans(tiny_cache, capsys, tmp_path):
     assert registered()["ownpos"]["sw"]["counts"] == SIZES  # untouched
     # a plan file naming its data sources (relative to the plan file)
     (tmp_path / "plan").mkdir()
-    for f in token_files(tmp_path / "plan", "jsonl"):
-        pass
+    token_files(tmp_path / "plan", "jsonl")
     plan = {"name": "own-plan", "description": "own data", "model": model, "tasks": ["mine"], "langs": ["xx"],
             "source_langs": ["xx"], "strategies": ["importance"], "curve_step": 4, "score_sentences": 10,
             "eval_sentences": 10, "random_seeds": [0],
