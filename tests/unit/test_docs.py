@@ -1,0 +1,96 @@
+"""Every command in the README and docs/ runs as written: each ``headprune`` line names a real command whose
+``--help`` lists every option the line uses, ``python -m bench`` lines use bench's options, scripts and files
+named exist; the dry runs of sweep specs in the repository run for real (slow: they read the embedded model)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from headprune_core.cli.args import build_parser
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+SUBCOMMANDS = {"data": {"add", "ls", "show", "rm"}}
+
+
+def fenced_commands(path: Path) -> list[tuple[str, list[str]]]:
+    """(where, words) of every command line in the file's ```bash blocks (comments, prompts like ``head$`` and
+    variable assignments left out)."""
+    out, inside = [], False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            inside = line.strip() == "```bash"
+            continue
+        if not inside or not line.strip():
+            continue
+        words = shlex.split(re.sub(r"^\w+\$\s+", "", line), comments=True)
+        if words and not re.match(r"^\w+=", words[0]):
+            out.append((f"{path.name}:{number}", words))
+    return out
+
+
+COMMANDS = [c for doc in DOCS for c in fenced_commands(doc)]
+
+
+def headprune_words(words: list[str]) -> list[str] | None:
+    """The arguments after ``headprune`` / ``python -m headprune_core``, or None for another program."""
+    if words[0] == "headprune":
+        return words[1:]
+    if words[:3] == ["python", "-m", "headprune_core"]:
+        return words[3:]
+    return None
+
+
+def help_text(args: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:
+        build_parser().parse_args([*args, "--help"])
+    assert done.value.code == 0
+    return out.getvalue()
+
+
+def test_the_docs_have_commands_to_check():
+    assert len([c for c in COMMANDS if headprune_words(c[1]) is not None]) >= 20
+    assert any(w[:2] == ["bash", "scripts/start.sh"] for _, w in COMMANDS)
+    assert any(w[:2] == ["bash", "scripts/test.sh"] for _, w in COMMANDS)
+
+
+@pytest.mark.parametrize("where, words", COMMANDS, ids=[w for w, _ in COMMANDS])
+def test_every_documented_command_exists_with_its_options(where, words):
+    args = headprune_words(words)
+    if args is not None:
+        command = args[:2] if args and args[0] in SUBCOMMANDS else args[:1]
+        text = help_text(command)
+        used = [w.split("=")[0] for w in args if w.startswith("--")]
+        unknown = [flag for flag in used if not re.search(rf"{re.escape(flag)}\b", text)]
+        assert not unknown, f"{where}: {' '.join(words)}: {unknown} are not options of 'headprune {' '.join(command)}'"
+    elif words[:3] == ["python", "-m", "bench"]:
+        out = subprocess.run([sys.executable, "-m", "bench", "--help"], cwd=REPO, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert all(w.split("=")[0] in out.stdout for w in words[3:] if w.startswith("--")), (where, words)
+    elif words[0] == "bash":
+        assert (REPO / words[1]).is_file(), f"{where}: no {words[1]}"
+    elif words[0] in ("pytest",) or words[:3] == ["python", "-m", "pytest"]:
+        paths = [w for w in words if "/" in w or w.endswith(".py")]
+        assert all((REPO / p).exists() for p in paths), (where, paths)
+
+
+DRY_RUNS = [(w, words) for w, words in COMMANDS if "--dry-run" in words and headprune_words(words)
+            and (REPO / headprune_words(words)[1]).is_file()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where, words", DRY_RUNS, ids=[w for w, _ in DRY_RUNS])
+def test_documented_dry_runs_run(where, words):
+    out = subprocess.run([sys.executable, "-m", "headprune_core", *headprune_words(words)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, f"{where}: {out.stderr[-2000:]}"
+    assert "jobs" in out.stdout
