@@ -94,3 +94,14 @@ def test_documented_dry_runs_run(where, words):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"{where}: {out.stderr[-2000:]}"
     assert "jobs" in out.stdout
+
+
+def test_the_readme_layout_is_the_map_of_the_folders():
+    """One line per folder, and every folder of the package (and the repository's top) is on the map."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Layout", 1)[1].split("```")[1]
+    listed = {line.split()[0].rstrip("/") for line in block.splitlines() if line.strip()}
+    core = {p.name for p in (REPO / "headprune_core").iterdir() if (p / "__init__.py").is_file()}
+    top = {"app.py", "headprune_app", "headprune_core", "tests", "bench", "sweeps", "docs", "scripts"}
+    assert core | top <= listed, f"not on the map: {sorted((core | top) - listed)}"
+    assert all((REPO / name).exists() or (REPO / "headprune_core" / name).is_dir() for name in listed), listed
