@@ -1,5 +1,6 @@
 """The Add data page's bridge to the core: keep uploaded files, preview them as the core reads them, register
-them (``headprune_core.data.user``), and load Hub data sets by name. No Streamlit widgets here besides caching.
+them (``headprune_core.data.user``), load Hub data sets by name, and the page's panels (which file is which
+split, the preview, the new corpus's head-importance map).
 
 Uploads are written under ``<cache>/uploads/<content hash>/`` (the file's own name, made safe), so a preview is
 computed once per content and the same bytes are never stored twice.
@@ -10,9 +11,11 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
-from headprune_app import cached
+from headprune_app import cached, captions, charts
+from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.files import safe_filename, write_file_atomic
 from headprune_core.data.loading import load_local
@@ -21,6 +24,8 @@ from headprune_core.data.refs import load_ref, parse_ref
 from headprune_core.data.registry import registered
 from headprune_core.data.user import register
 from headprune_core.encoders.models import load_tokenizer
+from headprune_core.methods.importance import normalise
+from headprune_core.runs.config import FinetuneConfig
 
 MAX_UPLOAD_MB = 50  # .streamlit/config.toml server.maxUploadSize
 UPLOAD_TYPES = ["conll", "conllu", "txt", "tsv", "iob", "bio", "jsonl", "json", "csv", "parquet"]
@@ -46,6 +51,41 @@ def guess_splits(names: list[str]) -> dict[str, str]:
     if len(out) != 3:
         return dict(zip(SPLIT_HINTS, names))
     return out
+
+
+def pick_splits(names: list[str]) -> list[str]:
+    """The uploaded files in split order: one file as it is; of three, which is train, validation and test
+    (guessed from the names, then chosen in three select boxes). Stops the page while two splits share a file."""
+    if len(names) != 3:
+        return names
+    guess = guess_splits(names)
+    chosen = [col.selectbox(split, names, index=names.index(guess[split]), key=f"split:{split}")
+              for col, split in zip(st.columns(3), guess)]
+    if len(set(chosen)) != 3:
+        st.error("Give each split its own file.")
+        st.stop()
+    return chosen
+
+
+def column_names(text: str) -> tuple[str, ...]:
+    """Column names typed as a comma-separated list.
+
+    >>> column_names(" tokens, ner_tags ,")
+    ('tokens', 'ner_tags')
+    """
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def read_options(fmt: str, columns_text: str, tagset: str) -> dict:
+    """The reading options as the core takes them (``fmt``, ``columns``, ``tagset``) from the widgets' values:
+    "from the suffix" and "no" are None."""
+    return {"fmt": None if fmt == "from the suffix" else fmt, "columns": column_names(columns_text),
+            "tagset": None if tagset == "no" else tagset}
+
+
+def max_length(sel: S.Selection) -> int:
+    """Sub-word tokens per sentence the plan fine-tunes with (what the alignment statistics count against)."""
+    return int(sel.plan.train.get("max_length", FinetuneConfig.max_length))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -97,3 +137,47 @@ def registered_table() -> list[dict]:
              **{s: m.get("counts", {}).get(s, 0) for s in ("train", "validation", "test")},
              "from": m.get("description", ""), "fingerprint": m.get("fingerprint", "")}
             for name, by_lang in registered().items() for lang, m in by_lang.items()]
+
+
+def preview_panel(rep: dict, model: str) -> None:
+    """What headprune reads from the files (:func:`preview`): counts, labels, words lost to truncation by
+    ``model``'s tokenizer, the first sentences and the label set."""
+    st.subheader("Preview")
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Kind", f"{rep['kind']} task")
+    m2.metric("Sentences", " / ".join(str(v) for v in rep["counts"].values()), help="train / validation / test")
+    m3.metric("Labels", len(rep["labels"]))
+    if "alignment" in rep:
+        al = rep["alignment"]
+        m4.metric("Words lost to truncation", f"{al['words_lost']} ({100 * al['words_lost_share']:.2f}%)",
+                  help=f"{al['truncated']} of {al['sentences']} sentences are longer than {al['max_length']} "
+                       f"tokens; {al['pieces_per_word']:.2f} sub-word pieces per word")
+        st.caption(captions.alignment_caption(model, al))
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown("**First sentences (train)**")
+        for i, ex in enumerate(rep["first"]):
+            if rep["kind"] == "token":
+                st.dataframe(pd.DataFrame([ex["tags"]], columns=[f"{j}:{w}" for j, w in enumerate(ex["words"])],
+                                          index=["tag"]), key=f"ex{i}")
+            else:
+                st.markdown(f"- `{ex['label']}` {ex['text']}")
+    with right:
+        st.markdown("**Label set (train counts)**")
+        st.dataframe(pd.DataFrame({"label": list(rep["label_counts"]), "count": list(rep["label_counts"].values())}),
+                     hide_index=True)
+
+
+def own_importance(sel: S.Selection, task: str, lang: str) -> None:
+    """The head-importance map of a corpus just registered: fine-tuned and scored with the plan's settings (the
+    result the Head importance page shows for this task), offered when not cached."""
+    st.subheader(f"Head importance on {task}/{lang}")
+    study = cached.study(sel.model, finetuned=sel.finetuned)
+    ft = cached.guarded(study.finetune_config, task, (lang,), **sel.plan.train, what="Cannot use this corpus")
+    sc = study.score_config(ft, task, lang, method=sel.method, max_sentences=sel.plan.score_sentences)
+    st.caption(captions.own_map_caption(task, lang, sel.plan.train, sel.method, sel.plan.score_sentences))
+    if cached.offer_compute(study, [(f"head scores {task}/{lang} ({sel.method})", sc)], key=f"own:{task}:{lang}",
+                            note="fine-tuning and scoring take a minute or more on a CPU"):
+        shown = normalise(cached.read(study, sc)["raw"], normalize=sel.normalize, minmax=sel.minmax)
+        st.plotly_chart(charts.importance_heatmap(shown), key="own_map",
+                        config=charts.png_config(f"importance_{task}_{lang}"))

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from headprune_core.methods.similarity import cluster_order
+from headprune_core.methods.uncertainty import ci_text, diff_text
 
 SELECTED, OTHER, PRIMARY = "#e45756", "#9ecae9", "#222222"
 ROW_COLOURS = {"single": "#9d9d9d", "thres": "#4c78a8", "trial": "#f58518", "fg": "#e45756", "bandit": "#72b7b2",
@@ -81,6 +82,11 @@ def _aux_text(line: dict) -> str:
     return ", ".join(aux) or "(alone)"
 
 
+def _test_interval(line: dict) -> dict:
+    """A validation line's test metric (mean over seeds) with its 95% interval, as ``ci_text`` reads it."""
+    return {"score": line["test"], "low": line["low"], "high": line["high"]}
+
+
 def validation_chart(table: Sequence[dict]) -> go.Figure:
     """Quality against cost, one panel per primary: each method's test metric (mean over training seeds, whisker
     = 95% bootstrap interval over training seeds and test sentences) against its wall time (choosing the
@@ -97,8 +103,8 @@ def validation_chart(table: Sequence[dict]) -> go.Figure:
             high = line["high"] if line["high"] is not None else line["max"]
             spread = (line["train_seconds"] or 0) / 60
             d = line["vs_alone"]
-            vs = "" if d is None else (f"<br>vs alone {d['diff']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
-                                       + (" *" if d["distinguishable"] else ""))
+            vs = "" if d is None else f"<br>vs alone {diff_text(d, digits=2)}"
+            test = ci_text({"score": line["test"], "low": low, "high": high}, digits=2)  # seeds' range if no CI
             fig.add_trace(go.Scatter(
                 x=[total], y=[line["test"]], mode="markers+text", text=[line["label"].lstrip("+ ")],
                 textposition="top center", textfont=dict(size=11, color=ROW_COLOURS[line["row"]]),
@@ -108,8 +114,8 @@ def validation_chart(table: Sequence[dict]) -> go.Figure:
                 error_x=dict(type="data", symmetric=False, array=[((line.get("train_max") or 0) / 60 - spread)],
                              arrayminus=[spread - (line.get("train_min") or 0) / 60], visible=False),
                 name=line["label"], legendgroup=line["row"], showlegend=c == 1,
-                hovertemplate=(f"{primary} {line['label']}<br>test {line['metric']} %{{y:.2f}} "
-                               f"[{low:.2f}, {high:.2f}] over {len(line['values'])} seed(s){vs}"
+                hovertemplate=(f"{primary} {line['label']}<br>test {line['metric']} {test} "
+                               f"over {len(line['values'])} seed(s){vs}"
                                f"<br>dev {line['dev']:.2f}<br>choosing {(line['selection_seconds'] or 0):.0f} s + "
                                f"training {(line['train_seconds'] or 0):.0f} s<br>auxiliary: {_aux_text(line)}"
                                "<extra></extra>")), row=1, col=c)
@@ -131,10 +137,9 @@ def validation_frame(table: Sequence[dict]) -> pd.DataFrame:
         d = line["vs_alone"]
         rows.append({"primary": line["primary"], "method": line["label"], "metric": line["metric"],
                      "test": round(line["test"], 2),
-                     "95% CI": "" if line["low"] is None else f"{line['low']:.1f}-{line['high']:.1f}",
+                     "95% CI": "" if line["low"] is None else ci_text(_test_interval(line)),
                      "seeds (min-max)": f"{line['min']:.1f}-{line['max']:.1f} ({len(line['values'])})",
-                     "vs alone": "" if d is None else f"{d['diff']:+.2f} [{d['low']:+.1f}, {d['high']:+.1f}]"
-                                                      + (" *" if d["distinguishable"] else ""),
+                     "vs alone": "" if d is None else diff_text(d),
                      "dev": round(line["dev"], 2), "auxiliary units": _aux_text(line)
                      + ("" if not line["examples"] else " (" + ", ".join(f"{u}: {n} examples" for u, n in
                                                                             line["examples"].items()) + ")"),
@@ -223,16 +228,14 @@ def bandit_frame(bandit: dict) -> pd.DataFrame:
 
 def stem_table(summary: dict) -> pd.DataFrame:
     """Per task: kept heads, overlap with the gradient top set (and chance), metrics single / learned / MTL."""
-    def ci(r):
-        return f"{r['score']:.1f} [{r['low']:.1f}, {r['high']:.1f}]"
     rows = []
     for r in summary["per_task"]:
         d = r["multi_vs_single"]
         rows.append({"task": r["unit"], "metric": r["metric"], "heads kept": r["kept"],
                      "also gradient top": f"{r['overlap_gradient']:.0%} (chance {r['overlap_chance']:.0%})",
-                     "alone, all heads": ci(r["single"]), "alone, learned pruning": ci(r["single_learned"]),
-                     "multi-task, learned pruning": ci(r["multi_learned"]),
-                     "multi - alone (learned)": f"{d['diff']:+.1f} [{d['low']:+.1f}, {d['high']:+.1f}]"
-                                                + (" *" if d["distinguishable"] else ""),
+                     "alone, all heads": ci_text(r["single"]),
+                     "alone, learned pruning": ci_text(r["single_learned"]),
+                     "multi-task, learned pruning": ci_text(r["multi_learned"]),
+                     "multi - alone (learned)": diff_text(d),
                      "Jaccard with multi-task set": round(r["jaccard_multi"], 2)})
     return pd.DataFrame(rows)

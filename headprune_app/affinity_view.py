@@ -1,6 +1,7 @@
-"""App-side bridge for the Task affinity and Shared heads pages: GradTS plans, cached reads, and the
-"what is missing, compute it?" panels. Pages call these and render; the work is done by
-:mod:`headprune_core.multitask.gradts` under the dashboard's compute lock (``headprune_app.cached``).
+"""App-side bridge for the Task affinity and Shared heads pages: GradTS plans, cached reads, the "what is
+missing, compute it?" panels, and the Task affinity page's panels (the selection's multi-task run, the
+validation's details). Pages call these and render; the work is done by :mod:`headprune_core.multitask.gradts`
+under the dashboard's compute lock (``headprune_app.cached``).
 
 GradTS plans are the core presets plus JSON files (fields of ``GradTSPlan``) in ``<cache>/plans/gradts/``.
 """
@@ -12,7 +13,9 @@ import json
 import numpy as np
 import streamlit as st
 
-from headprune_app import cached
+from headprune_app import affinity_charts as AC
+from headprune_app import cached, captions
+from headprune_app.charts import png_config
 from headprune_core.base.cache import cache_root
 from headprune_core.multitask.affinity import gradts_map
 from headprune_core.multitask.gradts import GradTS
@@ -20,10 +23,54 @@ from headprune_core.multitask.plan import GradTSPlan, available_gradts_plans
 from headprune_core.multitask.stemcells import DEFAULT_L0, StemCells
 from headprune_core.runs.jobs import Job, study_jobs
 
+METHODS = ["kv_grad", "gate_grad"]  # head maps GradTS can compare
+
 
 def plans() -> tuple[dict[str, GradTSPlan], list[str]]:
     """Presets, then plan files in ``<cache>/plans/gradts``; (plans by name, problems with unreadable files)."""
     return available_gradts_plans()
+
+
+def pick_plan(plan_col, method_col, *, key: str) -> GradTSPlan:
+    """The GradTS plan (widget ``{key}_plan`` in ``plan_col``) with the head maps chosen in ``method_col``
+    (widget ``{key}_method:<plan>``); unreadable plan files are named below."""
+    all_plans, problems = plans()
+    name = plan_col.selectbox("GradTS plan", list(all_plans), key=f"{key}_plan",
+                              help="A preset or a plan file in <cache>/plans/gradts: task units, primaries, sizes.")
+    for p in problems:
+        st.caption(f":orange[unreadable GradTS plan file {p}]")
+    base = all_plans[name]
+    method = method_col.radio("Head maps", METHODS, index=METHODS.index(base.method), horizontal=True,
+                              key=f"{key}_method:{name}",
+                              help="kv_grad: GradTS's key/value weight gradients; gate_grad: |d loss / d head gate|.")
+    return base.restricted(method=method)
+
+
+def primary_order(primaries, names) -> list[str]:
+    """The units to offer as primary task: the plan's primaries (those with a map) first, then the others.
+
+    >>> primary_order(["pos/de"], ["pos/en", "pos/de", "name/es"])
+    ['pos/de', 'pos/en', 'name/es']
+    """
+    return [p for p in primaries if p in names] + [n for n in names if n not in primaries]
+
+
+def off_diagonal(matrix) -> dict[str, float]:
+    """Min, mean and max of a square matrix's entries off its diagonal (pairs of two different units).
+
+    >>> off_diagonal([[1.0, 0.25], [0.75, 1.0]])
+    {'min': 0.25, 'mean': 0.5, 'max': 0.75}
+    """
+    m = np.asarray(matrix, dtype=float)
+    off = m[~np.eye(len(m), dtype=bool)]
+    if not off.size:
+        raise ValueError("a matrix of one unit has no pairs")
+    return {"min": float(off.min()), "mean": float(off.mean()), "max": float(off.max())}
+
+
+def validated(res: dict | None, primary: str) -> dict | None:
+    """The validation of ``primary`` in a cached GradTS result (:func:`result`); None when it has none."""
+    return next((v for v in (res or {}).get("result", {}).get("validation", []) if v["primary"] == primary), None)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -141,3 +188,42 @@ def offer_stemcells(cells, *, key: str) -> None:
                  type="primary"):
         if cached.run_jobs(cells.study, study_jobs(cells.study, missing), title="Learned pruning"):
             st.rerun()
+
+
+def selection_panel(gts: GradTS, primary: str, chosen: list[str], *, key: str) -> None:
+    """Test and dev metric of ``primary`` trained with the ``chosen`` auxiliary units, against alone; offers the
+    multi-task run when it is not cached."""
+    if not chosen:
+        st.caption("Nothing is above the threshold: GradTS-thres trains the primary alone.")
+        return
+    now, alone = run_evals(gts, primary, chosen), run_evals(gts, primary, [])
+    if now is None:
+        st.caption("This set's multi-task run is not cached (each distinct set of units is one run).")
+        offer_selection(gts, primary, chosen, key=key)
+        return
+    m1, m2 = st.columns(2)
+    m1.metric(f"test {now['metric']} with {len(chosen)} auxiliary", f"{now['test']:.2f}",
+              delta=None if alone is None else f"{now['test'] - alone['test']:+.2f} vs alone")
+    m2.metric(f"dev {now['metric']}", f"{now['dev']:.2f}",
+              delta=None if alone is None else f"{now['dev'] - alone['dev']:+.2f} vs alone")
+
+
+def validation_details(result: dict) -> None:
+    """Expanders with the validation's details: every GradTS-trial's dev score, the auxiliary examples GradTS-fg
+    kept, and the bandit's posterior per unit."""
+    with st.expander("GradTS-trial: every trial's dev score"):
+        for v in result["validation"]:
+            st.markdown(captions.trial_line(v))
+    with st.expander("GradTS-fg: which auxiliary examples were kept"):
+        for v in result["validation"]:
+            fg = v.get("fg")
+            if fg:
+                st.markdown(f"**{v['primary']}** (tau > {fg['threshold']}):")
+                st.plotly_chart(AC.fg_chart(fg), config=png_config(f"gradts_fg_{v['primary'].replace('/', '_')}"),
+                                key=f"fg:{v['primary']}")
+    with st.expander("Bandit (AUTOSEM stage 1): posterior utility of each unit"):
+        for v in result["validation"]:
+            if v.get("bandit"):
+                st.markdown(f"**{v['primary']}**")
+                st.dataframe(AC.bandit_frame(v["bandit"]), hide_index=True)
+        st.caption(captions.BANDIT)

@@ -110,6 +110,12 @@ def _model_info(model_id: str, root: str) -> dict:
     return info
 
 
+def head_shape(model_id: str) -> tuple[int, int]:
+    """(layers, heads) of the model, read from its config."""
+    info = model_info(model_id)
+    return int(info["n_layers"]), int(info["n_heads"])
+
+
 def model_caption(model_id: str) -> str:
     """Model name plus its caveat (me5-small: 4-bit quantised), for headers."""
     info = model_info(model_id)
@@ -139,6 +145,17 @@ def guarded(fn: Callable, *args, what: str = "", **kwargs):
         if "prepare" in message.lower() or "not prepared" in message.lower():
             offer_prepare()
         st.stop()
+
+
+def need_languages(sel: S.Selection, *, offer: bool = True) -> None:
+    """Stop the page when no language is selected or none of the task's corpora is prepared (and, with
+    ``offer``, offer to prepare the embedded data)."""
+    if sel.langs:
+        return
+    st.warning(f"No language selected, or no corpus of task '{sel.task}' is prepared in this cache.")
+    if offer:
+        offer_prepare()
+    st.stop()
 
 
 def offer_prepare() -> None:

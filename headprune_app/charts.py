@@ -293,6 +293,17 @@ def report_table(masked: dict, full: dict | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).round(2)
 
 
+def tag_table(words: Sequence[str], full: dict, masked: dict | None = None) -> pd.DataFrame:
+    """A token task's labels of ``words`` by the full model (with its confidence) and, given ``masked``, under
+    the mask, with the words whose label changes."""
+    table = pd.DataFrame({"word": list(words), "full model": full["labels"],
+                          "confidence": [None if p is None else round(p, 3) for p in full["probs"]]})
+    if masked is not None:
+        table["with mask"] = masked["labels"]
+        table["changed"] = [a != b for a, b in zip(full["labels"], masked["labels"])]
+    return table
+
+
 def attention_heatmap(pieces: Sequence[str], matrix: np.ndarray, *, title: str = "") -> go.Figure:
     """One head's attention over the sentence's sub-word pieces (rows: attending token, columns: attended)."""
     # unique labels, even for repeated pieces; < and > escaped, or plotly reads <s> as markup and hides it
@@ -305,6 +316,12 @@ def attention_heatmap(pieces: Sequence[str], matrix: np.ndarray, *, title: str =
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(tickangle=-60)
     return fig
+
+
+def plan_table(rows: Sequence[dict]) -> pd.DataFrame:
+    """Every result of a plan with its cache status (``cached.plan_status`` rows)."""
+    return pd.DataFrame([{"result": r["job"], "kind": r["kind"], "status": r["status"]} for r in rows],
+                        columns=["result", "kind", "status"])
 
 
 def status_matrix(rows: Sequence[dict]) -> pd.DataFrame:

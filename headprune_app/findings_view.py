@@ -8,9 +8,17 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from headprune_app import cached
+from headprune_app import cached, captions
 from headprune_app import selection as S
-from headprune_core.findings.cards import INCONCLUSIVE, MISSING, NOT_REPRODUCED, REPRODUCED, Card, Findings
+from headprune_core.findings.cards import (
+    INCONCLUSIVE,
+    MISSING,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    VERDICTS,
+    Card,
+    Findings,
+)
 from headprune_core.findings.plan import findings_plan
 from headprune_core.runs.estimate import describe_estimate
 
@@ -29,9 +37,7 @@ def findings(sel: S.Selection) -> Findings:
     key = ("findings", sel.plan.name, sel.model, cached.root())
     store = st.session_state.setdefault("_findings", {})
     if key not in store:
-        info = cached.model_info(sel.model)
-        shape = (int(info["n_layers"]), int(info["n_heads"]))
-        plan = findings_plan(replace(sel.plan, model=sel.model), shape)
+        plan = findings_plan(replace(sel.plan, model=sel.model), cached.head_shape(sel.model))
         store.clear()
         store[key] = Findings(cached.study(plan.model, sources=plan.sources or None), plan)
     return store[key]
@@ -47,6 +53,11 @@ def cards(f: Findings) -> list[Card]:
         memo.clear()
         memo[key] = f.cards()
     return memo[key]
+
+
+def verdict_counts(cards: list[Card]) -> dict[str, int]:
+    """How many cards have each verdict, every verdict listed."""
+    return {v: sum(c.verdict == v for c in cards) for v in VERDICTS}
 
 
 def offer(f: Findings) -> None:
@@ -80,8 +91,7 @@ def render_card(card: Card) -> None:
         else:
             st.markdown(f"**Here.** {card.measured}")
             st.dataframe(pd.DataFrame(card.rows), hide_index=True)
-            st.caption("Numbers: metric [95% bootstrap interval over test sentences]; differences with a "
-                       "paired bootstrap; * = distinguishable from 0.")
+            st.caption(captions.CARD_NUMBERS)
         with st.expander("How the verdict is decided, and how this differs from the paper"):
             st.markdown(f"**Rule.** {card.rule}")
             if card.protocol:

@@ -7,7 +7,8 @@ import pandas as pd
 
 from headprune_app import cached
 from headprune_app import selection as S
-from headprune_core.findings.cards import FAMILIES, ci_text, diff_text
+from headprune_core.findings.cards import FAMILIES
+from headprune_core.methods.uncertainty import ci_text, diff_text
 from headprune_core.plans.presets import FINDINGS_RETRAIN
 from headprune_core.runs.config import RefinetuneConfig, config_from_dict
 from headprune_core.runs.study import Study
@@ -42,6 +43,12 @@ def results(st_: Study, task: str) -> list[tuple[str, RefinetuneConfig, dict]]:
         if found is not None:
             out.append((describe(rc), rc, found["result"]))
     return out
+
+
+def picked_text(res: dict) -> str:
+    """How a re-fine-tuning pruned, and the level dev picked for each training seed."""
+    return (f"Pruned by **{STRATEGY_TEXT[res['strategy']]}**; dev-picked level per seed: "
+            + ", ".join(f"seed {s}: {lab}" for s, lab in res["best"].items()))
 
 
 def table(res: dict, langs) -> pd.DataFrame:
@@ -93,6 +100,25 @@ def new_experiment(st_: Study, sel: S.Selection, *, strategy: str, levels: tuple
                                max_sentences=sel.plan.score_sentences) if strategy in ("importance", "reverse") else None
     return RefinetuneConfig(finetune=ft, ranking=ranking, strategy=strategy, levels=levels, seeds=seeds,
                             eval_langs=tuple(sel.langs), max_sentences=sentences)
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """Whole numbers typed as a comma-separated list (``"6, 12"`` -> ``(6, 12)``; empty items are skipped).
+    Raises ValueError naming what is not a whole number.
+
+    >>> int_list("1, 2,,12 ")
+    (1, 2, 12)
+    """
+    out = []
+    for item in (v.strip() for v in text.split(",")):
+        if not item:
+            continue
+        try:
+            out.append(int(item))
+        except ValueError:
+            raise ValueError(f"'{item}' is not a whole number; write numbers separated by commas, e.g. 6, 12") \
+                from None
+    return tuple(out)
 
 
 def default_train() -> dict:

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, charts
+from headprune_app import cached, captions, charts
 from headprune_app import selection as S
 from headprune_core.base.files import safe_filename
 
@@ -14,14 +14,8 @@ st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.t
             f" · **normalisation:** {sel.normalize}{' + min-max' if sel.minmax else ''}")
 for note in S.language_notes(sel.task, sel.langs):
     st.caption(note)
-st.caption("**What the papers found.** Ma et al. 2021: gradient importance ranks heads alike across languages "
-           "(mBERT POS Spearman 0.67-0.87, XLM-R 0.94-0.97), and raw importance sits in the lower layers. **What "
-           "you see here.** This model's maps per language, ranked on each language's dev sentences with the "
-           "source-language model, and their Spearman correlations against the chance band of random rankings.")
-if not sel.langs:
-    st.warning(f"No language selected, or no corpus of task '{sel.task}' is prepared in this cache.")
-    cached.offer_prepare()
-    st.stop()
+st.caption(captions.IMPORTANCE)
+cached.need_languages(sel)
 
 raws, maps, items = cached.guarded(cached.importance_maps, study, sel, what="Cannot find the head scores")
 cached.offer_compute(study, items, key="importance", note="head scores")
@@ -55,13 +49,8 @@ if len(maps) > 1:
         names, rho, band = cached.spearman(maps)
         st.plotly_chart(charts.spearman_heatmap(names, rho, band=band),
                         config=charts.png_config(f"spearman_{sel.task}"), key="spearman")
-        st.caption(f"Spearman correlation of the languages' rankings of all {maps[lang].size} heads, ordered by "
-                   "average-linkage clustering (similar languages side by side). Chance band: two random "
-                   f"rankings of {maps[lang].size} heads give a rho within ±{band:.2f} 95% of the time; values "
-                   "in parentheses are inside it. Ma et al. 2021 found 0.67-0.87 for mBERT POS and 0.94-0.97 "
-                   "for XLM-R.")
+        st.caption(captions.spearman_caption(maps[lang].size, band))
     with b:
         st.subheader("Where in the stack?")
         st.plotly_chart(charts.layer_profile(raws), config=charts.png_config(f"layers_{sel.task}"), key="profile")
-        st.caption("Share of each language's raw (unnormalised) importance per layer: per-layer normalisation "
-                   "would hide it.")
+        st.caption(captions.LAYER_PROFILE)

@@ -1,38 +1,29 @@
 """Head inspector: tag a sentence with and without the current mask; one head's attention over its tokens."""
 
-import pandas as pd
 import streamlit as st
 
-from headprune_app import cached, charts
+from headprune_app import cached, captions, charts, state
 from headprune_app import selection as S
 from headprune_core.encoders.inspector import split_words
 
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
-ss = st.session_state
 
 st.title("Head inspector")
 st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · fine-tuned on "
             f"{'+'.join(sel.train_langs())}")
-st.caption("**What the papers found.** Pruned heads matter little to the metric overall (Michel et al. 2019), "
-           "but single heads can still track syntax or positions (Voita et al. 2019). **What you see here.** One "
-           "sentence tagged with and without the current mask, and one head's attention pattern over its "
-           "sub-word pieces, special tokens (`<s>`, `</s>`) included.")
+st.caption(captions.INSPECTOR)
 ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
 if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft)], key="inspector"):
     st.stop()
 
-current = ss.get("current_mask")
-if current and (current["ft"] != ft.key() or current["task"] != sel.task
-                or all(v != 0 for row in current["mask"] for v in row)):
-    current = None  # another model, or a mask that prunes nothing
+current = state.current_mask(ft.key(), sel.task)
 if current:
-    st.info(f"Current mask (from Prune & evaluate): **{current['label']}**.")
+    st.info(f"Current mask (from Prune & evaluate): **{current.label}**.")
 else:
-    st.info("No heads are pruned yet for this model and task: choose a mask on *Prune & evaluate*; until then "
-            "only the full model's tags are shown.")
+    st.info(captions.NO_MASK)
     st.page_link("headprune_app/pages/prune.py", label="Go to Prune & evaluate", icon=":material/content_cut:")
-mask = current["mask"] if current else None
+mask = current.mask() if current else None
 
 examples = cached.sample_sentences(sel.task, sel.lang, cached.root())
 text = st.text_input("A sentence, in any language", value=examples[0] if examples else "Anna sees the big dog .",
@@ -45,11 +36,7 @@ if not words:
 full = cached.tag(study, ft, sel.task, words)
 masked = cached.tag(study, ft, sel.task, words, mask) if mask is not None else None
 if full["kind"] == "token":
-    table = pd.DataFrame({"word": words, "full model": full["labels"],
-                          "confidence": [None if p is None else round(p, 3) for p in full["probs"]]})
-    if masked is not None:
-        table["with mask"] = masked["labels"]
-        table["changed"] = [a != b for a, b in zip(full["labels"], masked["labels"])]
+    table = charts.tag_table(words, full, masked)
     st.dataframe(table, hide_index=True)
     if masked is not None:
         st.caption(f"{int(table['changed'].sum())} of {len(words)} labels change when the masked heads are "
@@ -59,16 +46,15 @@ else:
                                                        if masked is not None else ""))
 
 st.subheader("One head's attention")
-info = cached.model_info(sel.model)
+n_layers, n_heads = cached.head_shape(sel.model)
 c1, c2, c3 = st.columns(3)
-layer = c1.selectbox("Layer", list(range(int(info["n_layers"]))), key="insp_layer")
-head = c2.selectbox("Head", list(range(int(info["n_heads"]))), key="insp_head")
+layer = c1.selectbox("Layer", list(range(n_layers)), key="insp_layer")
+head = c2.selectbox("Head", list(range(n_heads)), key="insp_head")
 gated = c3.checkbox("With the current mask", value=False, disabled=mask is None, key="insp_gated",
                     help="Heads of earlier layers that the mask removes change this head's inputs.")
-if mask is not None and mask[layer][head] == 0:
-    st.caption(f":orange[Layer {layer}, head {head} is pruned in the current mask: its output is switched off, "
-               "but its pattern is still shown.]")
+if mask is not None and mask[layer, head] == 0:
+    st.caption(captions.pruned_head_note(layer, head))
 pieces, att = cached.attention(study, ft, words, layer, head, mask if gated and mask is not None else None)
 st.plotly_chart(charts.attention_heatmap(pieces, att, title=f"layer {layer}, head {head}"),
-                config=charts.png_config(f"attention_L{layer}H{head}"), key="attention")
-st.caption("Rows: the token attending; columns: the token attended to (sub-word pieces, with special tokens).")
+                config=charts.png_config(f"attention_{state.head_label((layer, head))}"), key="attention")
+st.caption(captions.ATTENTION)

@@ -3,7 +3,7 @@ language against the unpruned model, with intervals."""
 
 import streamlit as st
 
-from headprune_app import cached, charts, retrain_view
+from headprune_app import cached, captions, charts, retrain_view
 from headprune_app import selection as S
 from headprune_core.base.choices import RETRAIN_STRATEGIES
 from headprune_core.runs.jobs import study_jobs
@@ -14,19 +14,8 @@ study = cached.study_for(sel)
 st.title("Prune & retrain")
 st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · {sel.setting}-lingual · "
             f"fine-tuned on {'+'.join(sel.train_langs())}")
-st.caption(
-    "**What the papers found.** Ma et al. 2021 removed the k lowest-ranked heads (k = 1..12, ranked on the "
-    "source language's dev set), fine-tuned again, picked k on dev, and improved cross-lingual NER and POS in most "
-    "language pairs; removing top-ranked heads hurt. Budhraja et al. 2020/2021 found random pruning about as good "
-    "as importance pruning after fine-tuning, and that which layer third matters depends on the language. "
-    "**What you see here.** The same protocol on this model and data: each level is a new fine-tuning of the "
-    "pruned encoder, tested in every language; intervals are 95% bootstrap over test sentences (the mean of the "
-    "training seeds where there are several). Prune & evaluate, by contrast, switches heads off without "
-    "retraining.")
-if not sel.langs:
-    st.warning(f"No language selected, or no corpus of task '{sel.task}' is prepared in this cache.")
-    cached.offer_prepare()
-    st.stop()
+st.caption(captions.RETRAIN)
+cached.need_languages(sel)
 
 found = cached.guarded(retrain_view.results, study, sel.task, what="Cannot list the re-fine-tunings")
 if found:
@@ -35,36 +24,30 @@ if found:
                         help="Every prune-then-retrain run of this model and task in the cache, newest first.")
     _, rc, res = found[names.index(pick)]
     langs = [lang for lang in sel.langs if lang in res["test"]] or list(res["test"])
-    st.markdown(f"Pruned by **{retrain_view.STRATEGY_TEXT[res['strategy']]}**; dev-picked level per seed: " +
-                ", ".join(f"seed {s}: {lab}" for s, lab in res["best"].items()))
+    st.markdown(retrain_view.picked_text(res))
     st.plotly_chart(charts.retrain_chart(res, langs=langs), key="retrain_chart",
                     config=charts.png_config(f"retrain_{sel.task}_{res['strategy']}"))
-    st.caption("Test metric per language after pruning and fine-tuning again (error bars: 95% intervals); dashed: "
-               f"{res['dev_lang']} dev, which picks k. The y-axis spans the values, not 0-100: a drop of a point "
-               "looks large; read the intervals.")
+    st.caption(captions.retrain_caption(res["dev_lang"]))
     if res["strategy"] == "layers":
         st.subheader("Which third hurts which language (Budhraja et al. 2021)")
         st.plotly_chart(charts.thirds_chart(retrain_view.thirds_rows(res, langs)), key="thirds_chart",
                         config=charts.png_config(f"thirds_{sel.task}"))
-        st.caption("Change relative to the unpruned model, grouped by family (Germanic en/de/nl, Romance "
-                   "es/fr/it/pt, Turkic tr); error bars: paired 95% intervals.")
+        st.caption(captions.THIRDS)
     else:
         st.subheader("Target language: unpruned -> pruned (best k)")
         st.dataframe(retrain_view.table(res, langs), hide_index=True)
     with st.expander("Every level against the unpruned model"):
         st.dataframe(retrain_view.levels_table(res, langs), hide_index=True)
-        st.caption("Paired differences in points [95% interval]; * = distinguishable from 0.")
+        st.caption(captions.LEVELS)
 else:
-    st.info("No prune-then-retrain run of this model and task is cached yet. The Findings page computes the "
-            "papers' set in one click; or start one below.")
+    st.info(captions.NO_RETRAIN)
 
 with st.expander("Run a new prune-then-retrain experiment", expanded=not found):
     c1, c2, c3 = st.columns(3)
     strategy = c1.selectbox("Prune", RETRAIN_STRATEGIES, format_func=retrain_view.STRATEGY_TEXT.get,
                             key="rt_strategy")
     levels_text = c2.text_input("Heads pruned (k)", "6, 12", key="rt_levels", disabled=strategy == "layers",
-                                help="Numbers of heads, e.g. 1,2,...,12 (Ma et al.) or 36,72,108 (25/50/75%); 0 "
-                                     "(unpruned) is always included.")
+                                help=captions.LEVELS_HELP)
     seeds_text = c3.text_input("Training seeds", "13", key="rt_seeds", help="e.g. 13,14,15 for 3 seeds")
     d1, d2, d3 = st.columns(3)
     train = retrain_view.default_train()
@@ -72,8 +55,8 @@ with st.expander("Run a new prune-then-retrain experiment", expanded=not found):
     epochs = d2.number_input("Epochs", 0.5, 20.0, float(train["epochs"]), step=0.5, key="rt_epochs")
     sentences = d3.number_input("Test sentences per language", 20, 100000, int(sel.plan.eval_sentences), key="rt_eval")
     try:
-        levels = () if strategy == "layers" else tuple(int(v) for v in levels_text.replace(" ", "").split(",") if v)
-        seeds = tuple(int(v) for v in seeds_text.replace(" ", "").split(",") if v)
+        levels = () if strategy == "layers" else retrain_view.int_list(levels_text)
+        seeds = retrain_view.int_list(seeds_text)
         rc = retrain_view.new_experiment(study, sel, strategy=strategy, levels=levels, seeds=seeds,
                                          train={**train, "max_train_sentences": int(n_train), "epochs": float(epochs)},
                                          sentences=int(sentences))

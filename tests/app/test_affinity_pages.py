@@ -4,6 +4,7 @@ small GradTS plan computed through the real pipeline; and on a cache where nothi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -105,10 +106,12 @@ def test_task_affinity_shows_heatmap_selection_and_validation(gradts_cache, monk
                                     "+ bandit (AUTOSEM)", "+ all tasks", "+ random tasks"}
     assert set(table["primary"]) == {"name/es", "pos/de"}
     # every method: its interval over test sentences, its seeds, its cost; changes paired against alone
-    assert all("-" in v for v in table["95% CI"]) and all(v.endswith("(2)") for v in table["seeds (min-max)"])
+    assert all(re.fullmatch(r"\d+\.\d \[\d+\.\d, \d+\.\d\]", v) for v in table["95% CI"])  # "96.1 [95.2, 96.9]"
+    assert all(v.endswith("(2)") for v in table["seeds (min-max)"])
     assert all(v == "" for v in table[table["method"] == "primary alone"]["vs alone"])
     assert all("[" in v for v in table[table["method"] != "primary alone"]["vs alone"])
-    assert (table["total (s)"] >= table["train (s)"]).all() and (table["train (s)"] > 0).all()
+    # seconds rounded to 0.1: a tiny fixture run can take 0.0 on a fast machine
+    assert table["train (s)"].notna().all() and (table["total (s)"] >= table["train (s)"]).all()
     alone, thres = (table[table["method"] == m]["choose (s)"] for m in ("primary alone", "+ GradTS-thres"))
     assert (alone == 0).all() and (thres > 0).all()  # GradTS pays for its head maps
     scatter = specs(at)[2]  # below the two columns: quality against cost

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from headprune_app.state import MASK_KEY
 from headprune_core.runs.store import Store
 from tests.helpers.app import (
     AFFINITY_PAGES,
@@ -112,17 +113,19 @@ def test_custom_mask_by_hand(app):
     app.slider(key="k").set_value(6).run()
     app.selectbox(key="strategy").set_value("custom").run()
     start = app.multiselect(key="custom_heads").value  # starts from the mask shown before (k = 6)
-    assert len(start) == 6
-    every = [f"L{l}H{h}" for l in range(3) for h in range(4)]
+    assert len(start) == 6 and all(isinstance(h, tuple) for h in start)
+    assert app.multiselect(key="custom_heads").values[0].startswith("L")  # shown as L{layer}H{head}
+    every = [(l, h) for l in range(3) for h in range(4)]
     app.multiselect(key="custom_heads").set_value(every).run()
     assert metric_value(app, "accuracy, 12 of") != metric_value(app, "accuracy, unpruned")
-    assert app.session_state["current_mask"]["mask"] == [[0] * 4] * 3
+    assert app.session_state[MASK_KEY].mask().tolist() == [[0] * 4] * 3
 
 
 def test_inspector_tags_with_and_without_the_current_mask(app):
     run_page(app, "prune")
     app.slider(key="k").set_value(12).run()
     run_page(app, "inspector")
+    assert any("**12 least important (en ranking)**" in i.value for i in app.info)  # the typed choice, applied
     table = app.dataframe[0].value
     assert {"word", "full model", "with mask", "changed"} <= set(table.columns)
     assert len(plotly_charts(app)) == 1
@@ -311,10 +314,10 @@ def test_learned_strategy_offers_the_l0_run_then_prunes_by_its_gates(fixture_cac
     study = Study(fixture_cache["model"], store=Store(root / "runs"), progress=False)
     from headprune_app.selection import finetune_config
     learned = study.learned(prune_view.learned_config(finetune_config(study, at.session_state["selection"]), 0.5))
-    assert at.session_state["current_mask"]["mask"] == learned.kept.astype(int).tolist()
-    assert "lowest learned gates" in at.session_state["current_mask"]["label"]
+    assert at.session_state[MASK_KEY].mask().tolist() == learned.kept.astype(int).tolist()
+    assert "lowest learned gates" in at.session_state[MASK_KEY].label
     at.slider(key="k_learned:0.5").set_value(3).run()  # fewer heads: the 3 lowest gates, all from the learned set
-    fewer = (1 - __import__("numpy").asarray(at.session_state["current_mask"]["mask"])).astype(bool)
+    fewer = (1 - at.session_state[MASK_KEY].mask()).astype(bool)
     assert fewer.sum() == 3 and not (fewer & (learned.kept > 0)).any()
     at.button(key="compute:learned-eval:0.5").click().run()  # the learned-pruning model's own score
     assert any("The learned-pruning model itself" in i.value for i in at.info)

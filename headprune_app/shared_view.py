@@ -1,0 +1,107 @@
+"""The Shared heads page's panels: the top sets of several head maps (how many maps claim each head, which heads
+most, how much two top sets overlap) and the stem-cell analysis of learned pruning beside gradient top sets of
+the same size. The numbers are the core's (``multitask.affinity.shared_heads``, ``multitask.stemcells``); the
+plain helpers here only arrange them for the charts of :mod:`headprune_app.affinity_charts`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from headprune_app import affinity_charts as AC
+from headprune_app import affinity_view, captions
+from headprune_app.charts import png_config
+from headprune_app.state import Head
+
+
+def top_set_size(n_heads: int, top_p: float) -> int:
+    """How many heads the top ``top_p`` percent of ``n_heads`` is (at least one).
+
+    >>> top_set_size(12, 10), top_set_size(144, 10)
+    (1, 14)
+    """
+    return max(1, int(round(n_heads * top_p / 100)))
+
+
+def owners(shape: tuple[int, int], sets: dict[str, set[Head]]) -> dict[Head, list[str]]:
+    """(layer, head) -> the maps (units) whose set holds it, for every head of a ``(layers, heads)`` model.
+
+    >>> owners((1, 2), {"a": {(0, 1)}, "b": {(0, 0), (0, 1)}})
+    {(0, 0): ['b'], (0, 1): ['a', 'b']}
+    """
+    return {(layer, h): [u for u, s in sets.items() if (layer, h) in s]
+            for layer in range(shape[0]) for h in range(shape[1])}
+
+
+def kept_sets(kept: dict[str, list]) -> dict[str, set[Head]]:
+    """The heads each unit keeps, from its (layers, heads) 0/1 kept mask."""
+    return {u: {(int(layer), int(h)) for layer, h in zip(*np.nonzero(np.asarray(m)))} for u, m in kept.items()}
+
+
+def top_sets(shared: dict, *, what: str, top_p: int) -> None:
+    """Metrics, the count heatmap, the most-claimed heads and the Jaccard overlap of ``shared``
+    (``shared_heads(maps, top_percent=top_p)``); ``what`` names the maps (tasks, languages)."""
+    count = shared["count"]
+    n_maps, n_heads = len(shared["names"]), int(count.size)
+    k = top_set_size(n_heads, top_p)
+    m1, m2, m3 = st.columns(3)
+    m1.metric(f"heads in every top set ({n_maps} {what})", int((count == n_maps).sum()))
+    m2.metric("heads in no top set", int((count == 0).sum()), help=f"of {n_heads}")
+    m3.metric("top set size", f"{k} head{'s' if k != 1 else ''}", help=f"{top_p}% of {n_heads}")
+    left, right = st.columns([3, 2])
+    with left:
+        st.subheader(f"How many {what} claim each head")
+        st.plotly_chart(AC.count_heatmap(count, AC.owners_of(shared["heads"]), n_maps=n_maps), key="count_map",
+                        config=png_config(f"shared_heads_{what}_top{top_p}"))
+        st.caption(captions.count_caption(what, top_p, k, n_maps, n_heads))
+    with right:
+        st.subheader("Most-claimed heads")
+        st.dataframe(AC.claimed_table(shared["heads"], n_maps), hide_index=True, height=440)
+    st.subheader("Overlap of the top sets (Jaccard)")
+    chance = AC.chance_jaccard(n_heads, k)
+    st.plotly_chart(AC.jaccard_heatmap(shared["names"], shared["jaccard"], chance=chance), key="jaccard",
+                    config=png_config(f"shared_heads_{what}_jaccard"))
+    st.caption(captions.jaccard_caption(affinity_view.off_diagonal(shared["jaccard"])["mean"], k, n_heads, chance))
+
+
+def stem_cells(summary: dict, *, target: float) -> None:
+    """Learned pruning's kept heads beside gradient top sets of the same size, per task and under multi-task
+    training (``StemCells.summary()``), with the table per task."""
+    units = summary["units"]
+    n_units, count = len(units), np.asarray(summary["count"])
+    majority, share = summary["majority"], summary["share_kept"]
+    kept_k = int(round(share * count.size))
+    chance = summary["claimed_chance"][majority]
+    overlap = summary["stem_vs_gradient"]
+    name = int(target * 100)
+    s1, s2, s3 = st.columns(3)
+    s1.metric(f"stem cells: kept by ≥ {majority} of {n_units} tasks", overlap["learned"],
+              help=f"random sets of {kept_k} heads per task: {chance:.1f} expected")
+    s2.metric(f"gradient top-{kept_k}: in ≥ {majority} of {n_units}", overlap["gradient"])
+    s3.metric("in both", overlap["both"], help=f"Jaccard {overlap['jaccard']:.2f}")
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Learned pruning keeps")
+        learned = owners(count.shape, kept_sets({u: summary["kept"][u] for u in units}))
+        st.plotly_chart(AC.count_heatmap(count, learned, n_maps=n_units), key="learned_count",
+                        config=png_config(f"stem_cells_learned_{name}"))
+    with right:
+        st.subheader(f"Gradient top {kept_k} heads")
+        gradient = owners(count.shape, {u: {tuple(h) for h in summary["gradient_sets"][u]} for u in units})
+        st.plotly_chart(AC.count_heatmap(np.asarray(summary["gradient_count"]), gradient, n_maps=n_units),
+                        key="gradient_count", config=png_config(f"stem_cells_gradient_{name}"))
+    st.caption(captions.stem_count_caption(n_units, share, kept_k, chance, majority))
+    st.dataframe(AC.stem_table(summary), hide_index=True)
+    st.caption(captions.STEM_TABLE)
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        st.plotly_chart(AC.jaccard_heatmap(units, np.asarray(summary["jaccard"]),
+                                           chance=AC.chance_jaccard(count.size, kept_k)), key="learned_jaccard",
+                        config=png_config(f"stem_cells_jaccard_{name}"))
+        st.caption(captions.STEM_JACCARD)
+    with c2:
+        multi = np.asarray(summary["multi_kept"])
+        st.plotly_chart(AC.count_heatmap(multi.astype(int), {}, n_maps=1), key="multi_kept",
+                        config=png_config(f"stem_cells_multitask_{name}"))
+        st.caption(captions.multi_kept_caption(summary["multi_kept_n"], multi.size))
