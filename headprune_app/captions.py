@@ -162,13 +162,38 @@ def pruned_head_note(layer: int, head: int) -> str:
 # --- Findings -----------------------------------------------------------------------------------------------------
 
 FINDINGS = (
-    "What the papers behind headprune found, checked on the model you run here. Each card gives the paper's "
-    "claim and number, what this model and data give (every metric with its 95% bootstrap interval over test "
-    "sentences, every difference with a paired bootstrap), a **verdict**, the rule it follows, and how this "
-    "check differs from the paper's protocol. A verdict is about this model, these languages and this much data: "
-    "*inconclusive at this data size* means the intervals cannot tell.")
-CARD_NUMBERS = ("Numbers: metric [95% bootstrap interval over test sentences]; differences with a paired "
-                "bootstrap; * = distinguishable from 0.")
+    "What the papers behind headprune found, checked on the model you run here. Each card states, before the "
+    "data, the paper's claim with its number and baseline, the hypothesis tested here, the statistic, the "
+    "control that could fail it and the rule; then what this model and data give over **training runs** (the "
+    "unit of replication), the smallest effect this data size can detect, the **verdict** and how often that "
+    "rule is wrong at this size. A verdict is about this model, these languages and this much data: "
+    "*inconclusive at this data size* means the data cannot tell, *one training run* that there is no "
+    "replication yet.")
+CALIBRATION = (
+    "**How often each rule is wrong.** Each card's rule, run on 1,000 simulated draws at the card's own sizes "
+    "(its training runs, their spread and the test sentences' part), with a planted truth: the claim false "
+    "(null), the paper's effect, the opposite. `headprune findings --format json` gives the same numbers.")
+CARD_NUMBERS = ("Numbers: metric [95% bootstrap interval over test sentences]; the statistic's interval takes the "
+                "training runs as the unit (Student's t over runs, with the test sentences' part added).")
+
+
+def mde_caption(mde: float, target: float, unit: str, kind: str, paper_effect: str) -> str:
+    """The minimum detectable effect next to the paper's effect (or the margin)."""
+    what = "the paper's effect" if kind == "superiority" else "the margin"
+    verdict = ("larger: the verdict can only be *inconclusive at this data size*" if mde > target
+               else "smaller: this data size can tell")
+    return (f"Minimum detectable effect (80% power, 5% level) at these runs and sentences: **{mde:.2f} {unit}**; "
+            f"{what}: {target:g} {unit} ({paper_effect}), {verdict}.")
+
+
+def calibration_text(cal: dict) -> str:
+    """How often the rule is wrong at this card's sizes, from the simulation."""
+    missed = ("It misses the goal(s): " + ", ".join(cal["goals_missed"]) + ".") if cal["goals_missed"] else \
+        "Both goals are met."
+    return (f"**How often this rule is wrong** at this card's sizes ({cal['draws']:,} simulated draws): says "
+            f"*reproduced* when the claim is false {cal['false_reproduced']:.1%} of the time (goal <= 5%), *not "
+            f"reproduced* when the paper's effect is true {cal['false_not_reproduced']:.1%} (goal <= 5%); power "
+            f"{cal['power']:.0%}. {missed}")
 
 
 def findings_unprepared(model: str, task: str) -> str:

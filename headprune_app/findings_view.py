@@ -14,6 +14,7 @@ from headprune_core.findings.cards import (
     INCONCLUSIVE,
     MISSING,
     NOT_REPRODUCED,
+    ONE_RUN,
     REPRODUCED,
     VERDICTS,
     Card,
@@ -23,7 +24,8 @@ from headprune_core.findings.plan import findings_plan
 from headprune_core.runs.estimate import describe_estimate
 
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), NOT_REPRODUCED: ("red", ":material/cancel:"),
-          INCONCLUSIVE: ("orange", ":material/help:"), MISSING: ("gray", ":material/hourglass_empty:")}
+          INCONCLUSIVE: ("orange", ":material/help:"), ONE_RUN: ("orange", ":material/looks_one:"),
+          MISSING: ("gray", ":material/hourglass_empty:")}
 PAGES = {"retrain": ("headprune_app/pages/retrain.py", "Prune & retrain"),
          "prune": ("headprune_app/pages/prune.py", "Prune & evaluate"),
          "importance": ("headprune_app/pages/importance.py", "Head importance"),
@@ -79,21 +81,46 @@ def offer(f: Findings) -> None:
             st.rerun()
 
 
+def calibration_frame(cards: list[Card]) -> pd.DataFrame:
+    """How often each card's rule is wrong at the card's own sizes (runs, spreads, sentences), measured by
+    simulation: one row per card with results."""
+    rows = []
+    for c in cards:
+        cal = c.calibration
+        if cal is None:
+            continue
+        rows.append({"card": c.key, "verdict": c.verdict, "false reproduced (goal <= 5%)": f"{cal['false_reproduced']:.1%}",
+                     "false not reproduced (goal <= 5%)": f"{cal['false_not_reproduced']:.1%}",
+                     "power": f"{cal['power']:.0%}", "goals missed": ", ".join(cal["goals_missed"]) or "none",
+                     "draws": cal["draws"]})
+    return pd.DataFrame(rows)
+
+
 def render_card(card: Card) -> None:
+    h = card.hypothesis
     colour, icon = BADGES[card.verdict]
     with st.container(border=True):
         head, badge = st.columns([5, 2])
         head.subheader(f"({card.key}) {card.title}")
         badge.badge(card.verdict, icon=icon, color=colour)
         st.markdown(f"**The paper.** {card.claim}")
+        st.markdown(f"**Hypothesis.** {h.hypothesis}  \n**Statistic.** {h.statistic}  \n**Control.** {h.control}")
         if card.verdict == MISSING:
             st.caption("Not computed yet: " + "; ".join(card.missing))
         else:
             st.markdown(f"**Here.** {card.measured}")
-            st.dataframe(pd.DataFrame(card.rows), hide_index=True)
-            st.caption(captions.CARD_NUMBERS)
-        with st.expander("How the verdict is decided, and how this differs from the paper"):
+            mde = card.mde
+            st.caption(captions.mde_caption(mde, h.rule.target, h.rule.unit, h.rule.kind, h.paper_effect))
+            for note in card.notes:
+                st.caption(note)
+            if card.rows:
+                st.dataframe(pd.DataFrame(card.rows), hide_index=True)
+                st.caption(captions.CARD_NUMBERS)
+        with st.expander("How the verdict is decided, how often the rule is wrong, and how this differs from the "
+                         "paper"):
             st.markdown(f"**Rule.** {card.rule}")
+            if card.calibration is not None:
+                st.markdown(captions.calibration_text(card.calibration))
             if card.protocol:
                 st.markdown(f"**Protocol here.** {card.protocol}")
         path, title = PAGES[card.page]

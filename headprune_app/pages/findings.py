@@ -23,3 +23,7 @@ for col, (verdict, n) in zip(st.columns(len(counts)), counts.items()):
     col.metric(verdict, n)
 for card in cards:
     findings_view.render_card(card)
+table = findings_view.calibration_frame(cards)
+if not table.empty:
+    st.markdown(captions.CALIBRATION)
+    st.dataframe(table, hide_index=True)

@@ -194,6 +194,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None)
     data_args(p, keyed=True)
 
+    p = sub.add_parser("findings", help="the Findings cards of the current cache: each paper's claim, the test "
+                                        "stated before the data, the verdict and how often its rule is wrong")
+    p.add_argument("plan", nargs="?", default="demo",
+                   help="the plan whose findings to read (default: demo, whose findings are the findings preset)")
+    p.add_argument("--format", default="text", type=one_of(("text", "json"), "format"), help="text (default) or json")
+    p.add_argument("--card", action="append", default=[], help="only this card (e.g. a1; repeat for several)")
+    p.add_argument("--draws", type=count_arg, default=1000,
+                   help="simulated draws that measure each rule's error rates (default 1000)")
+    p.add_argument("--model", default=None, help="model (default: the plan's)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--cache", default=None)
+
     p = sub.add_parser("sweep", help="run a grid of studies (models x data x tasks x languages x settings x seeds "
                                      "...) on Ray, one task per cached job, into one shared cache")
     p.add_argument("spec", help="sweep spec (JSON): study-plan fields plus models, data, seeds, resources "

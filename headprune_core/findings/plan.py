@@ -14,7 +14,8 @@ def findings_plan(plan: StudyPlan, shape: tuple[int, int]) -> StudyPlan:
     """The plan whose results the cards read: ``plan`` itself when it has re-fine-tuning experiments (the
     ``findings`` preset), the ``findings`` preset for the ``demo`` preset (which it extends), else ``plan`` plus
     the findings preset's experiments on its first task, scaled to the model (Ma et al.'s k = half and all of
-    one layer's worth of heads), trained like the plan, and a small GradTS check of its tasks in its first two
+    one layer's worth of heads), trained like the plan with three training seeds each (in the multilingual
+    setting too when the plan has it), and a small GradTS check of its tasks in its first two
     languages when that gives at least three task units."""
     if plan.refinetune:
         return plan
@@ -28,14 +29,19 @@ def findings_plan(plan: StudyPlan, shape: tuple[int, int]) -> StudyPlan:
     seed = int(plan.train.get("seed", 13))
     per_layer = shape[1]
     ma = [per_layer // 2, per_layer]
+    seeds = [seed, seed + 1, seed + 2]  # training runs are the unit: every experiment has three
+    cross = {"tasks": [task], "settings": ["cross"], "seeds": seeds}
     experiments = (
-        {"tasks": [task], "settings": ["cross"], "strategy": "importance", "levels": ma, "seeds": [seed, seed + 1, seed + 2]},
-        {"tasks": [task], "settings": ["cross"], "strategy": "reverse", "levels": ma},
-        {"tasks": [task], "settings": ["cross"], "strategy": "random", "levels": ma},
-        {"tasks": [task], "settings": ["cross"], "strategy": "layers"},
-        {"tasks": [task], "settings": ["cross"], "strategy": "importance", "shares": [0.25, 0.5, 0.75]},
-        {"tasks": [task], "settings": ["cross"], "strategy": "random", "shares": [0.25, 0.5, 0.75]},
+        {**cross, "strategy": "importance", "levels": ma},
+        {**cross, "strategy": "reverse", "levels": ma},
+        {**cross, "strategy": "random", "levels": ma},
+        {**cross, "strategy": "layers"},
+        {**cross, "strategy": "importance", "shares": [0.25, 0.5, 0.75]},
+        {**cross, "strategy": "random", "shares": [0.25, 0.5, 0.75]},
     )
+    if "multi" in plan.settings:  # Ma et al.'s multilingual setting, when the plan trains in it
+        experiments += ({"tasks": [task], "settings": ["multi"], "seeds": seeds, "strategy": "importance",
+                         "levels": ma},)
     gradts = plan.gradts
     units = [f"{t}/{lang}" for t in plan.tasks for lang in plan.langs[:2] if lang in plan.task_langs(t)]
     if not gradts and len(units) >= 3:

@@ -16,8 +16,9 @@ A :class:`Rule` decides:
   the 95% interval is above 0; *not reproduced* when it is below the paper's effect (the data rule out an effect
   that large, including any effect the other way); otherwise *inconclusive at this data size*.
 - **equivalence** (the claim: the difference is within ``+-margin``, "about as good as", "keeps the metric"):
-  *reproduced* when the 90% interval lies inside ``+-margin`` (two one-sided tests at 5%); *not reproduced* when
-  the 95% interval lies wholly outside it; otherwise *inconclusive at this data size*.
+  *reproduced* when the 95% interval lies inside ``+-margin`` (two one-sided tests at 2.5% each: at 5% they
+  would have no slack for the liberal degrees of freedom of three runs, measured at 6% false *reproduced*);
+  *not reproduced* when the 95% interval lies wholly outside it; otherwise *inconclusive at this data size*.
 
 Before either, two gates: fewer than ``min_runs`` training runs is *inconclusive: one training run* (there is no
 replication, whatever the sentences say), and a **minimum detectable effect** (80% power, 5% level) larger than
@@ -30,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def mde_factor(df, *, alpha: float = ALPHA, power: float = POWER, kind: str = "s
     have ``power`` when the truth is 0, ``t(1 - alpha) + t(1 - (1 - power) / 2)``."""
     df = np.asarray(df, dtype=float)
     if kind == "equivalence":
-        out = _t(1 - alpha, df) + _t(1 - (1 - power) / 2, df)
+        out = _t(1 - alpha / 2, df) + _t(1 - (1 - power) / 2, df)
     else:  # statsmodels solves one df at a time: solved on a grid, interpolated in log df (error < 0.1%)
         grid = _DF_GRID
         factors = np.array([_superiority_factor(float(d), alpha, power) for d in grid])
@@ -182,9 +183,9 @@ class Rule:
         if self.kind == "superiority":
             return gates + (f"Otherwise reproduced when the 95% interval is above 0; not reproduced when it is "
                             f"below the paper's effect ({self.effect:+g} {self.unit}); else inconclusive.")
-        return gates + (f"Otherwise reproduced when the 90% interval lies inside +-{self.margin:g} {self.unit} "
-                        "(two one-sided tests at 5%); not reproduced when the 95% interval lies wholly outside; "
-                        "else inconclusive.")
+        return gates + (f"Otherwise reproduced when the 95% interval lies inside +-{self.margin:g} {self.unit} "
+                        "(two one-sided tests at 2.5%); not reproduced when it lies wholly outside; else "
+                        "inconclusive.")
 
     def _target_text(self) -> str:
         return (f"the paper's effect ({self.effect:g} {self.unit})" if self.kind == "superiority"
@@ -209,9 +210,9 @@ def decide(rule: Rule, diff, se, df, n_runs: int):
         out[ok & (diff - half > 0)] = REPRODUCED
         out[ok & (diff - half <= 0) & (diff + half < rule.effect)] = NOT_REPRODUCED
     else:
-        half90, half95 = _t(1 - ALPHA, df) * se, _t(1 - ALPHA / 2, df) * se
-        out[ok & (diff - half90 > -rule.margin) & (diff + half90 < rule.margin)] = REPRODUCED
-        out[ok & ((diff - half95 > rule.margin) | (diff + half95 < -rule.margin))] = NOT_REPRODUCED
+        half = _t(1 - ALPHA / 2, df) * se
+        out[ok & (diff - half > -rule.margin) & (diff + half < rule.margin)] = REPRODUCED
+        out[ok & ((diff - half > rule.margin) | (diff + half < -rule.margin))] = NOT_REPRODUCED
     return out if out.ndim else out.item()
 
 
@@ -224,34 +225,40 @@ def truths(rule: Rule) -> dict[str, float]:
     return {"null": rule.margin, "paper": 0.0, "opposite": 2 * rule.margin}
 
 
+def draw_verdicts(rule: Rule, delta: float, *, n_runs: int, sd_runs: float, se_sentences: float,
+                  n_sentences: int | None, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``draws`` verdicts of ``rule`` when the true difference is ``delta``: per draw a test-set effect common to
+    every run, ``N(0, se_sentences)``, plus each run's own ``N(0, sd_runs)``; the rule sees the runs' sample
+    spread and ``se_sentences``, as it does on real results."""
+    test = rng.normal(0.0, se_sentences, size=(draws, 1))
+    runs = delta + test + rng.normal(0.0, sd_runs, size=(draws, n_runs))
+    sd = runs.std(axis=1, ddof=1) if n_runs > 1 else np.zeros(draws)
+    se = np.sqrt(sd ** 2 / n_runs + se_sentences ** 2)
+    return decide(rule, runs.mean(axis=1), se, satterthwaite_df(sd, n_runs, se_sentences, n_sentences), n_runs)
+
+
+def rates(verdicts: np.ndarray) -> dict[str, float]:
+    """The share of each verdict among ``verdicts``."""
+    return {v: float(np.mean(verdicts == v)) for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, ONE_RUN)}
+
+
+def error_rates(by_truth: dict[str, dict[str, float]], draws: int) -> dict:
+    """The calibration summary of verdict shares under each planted truth (``null``, ``paper``, ``opposite``)."""
+    return {"false_reproduced": by_truth["null"][REPRODUCED], "false_not_reproduced": by_truth["paper"][NOT_REPRODUCED],
+            "power": by_truth["paper"][REPRODUCED], "rates": by_truth, "draws": draws}
+
+
 def simulate(rule: Rule, *, n_runs: int, sd_runs: float, se_sentences: float, n_sentences: int | None = None,
              draws: int = 1000, seed: int = 0) -> dict:
     """How often ``rule`` is wrong, measured: each planted truth (:func:`truths`) is drawn ``draws`` times at
-    this many runs and these variances (a test-set effect common to every run, ``N(0, se_sentences)``, plus
-    each run's own ``N(0, sd_runs)``; the rule sees the runs' sample spread and ``se_sentences``), and the
-    verdicts counted.
+    this many runs and these variances (:func:`draw_verdicts`), and the verdicts counted.
 
     Returns ``{"false_reproduced", "false_not_reproduced", "power", "rates", "draws", ...}``: the share of
     *reproduced* when the claim is false (null), of *not reproduced* when the paper's effect is true, of
     *reproduced* when it is true, and every verdict's share under each truth.
     """
     rng = np.random.default_rng(seed)
-    rates = {}
-    for name, delta in truths(rule).items():
-        test = rng.normal(0.0, se_sentences, size=(draws, 1))
-        runs = delta + test + rng.normal(0.0, sd_runs, size=(draws, n_runs))
-        sd = runs.std(axis=1, ddof=1) if n_runs > 1 else np.zeros(draws)
-        se = np.sqrt(sd ** 2 / n_runs + se_sentences ** 2)
-        df = satterthwaite_df(sd, n_runs, se_sentences, n_sentences)
-        verdicts = decide(rule, runs.mean(axis=1), se, df, n_runs)
-        rates[name] = {v: float(np.mean(verdicts == v)) for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE,
-                                                                  ONE_RUN)}
-    return {"false_reproduced": rates["null"][REPRODUCED], "false_not_reproduced": rates["paper"][NOT_REPRODUCED],
-            "power": rates["paper"][REPRODUCED], "rates": rates, "draws": draws, "n_runs": n_runs,
-            "sd_runs": sd_runs, "se_sentences": se_sentences}
-
-
-def estimate_from_bootstrap(per_run: Sequence[float], boot_means: np.ndarray, n_sentences: int) -> Estimate:
-    """An :class:`Estimate` from the per-run differences and the run-mean difference over sentence resamples
-    (a paired bootstrap's draws: its standard deviation is the sentence part)."""
-    return Estimate(tuple(per_run), se_sentences=float(np.std(boot_means, ddof=1)), n_sentences=n_sentences)
+    by_truth = {name: rates(draw_verdicts(rule, delta, n_runs=n_runs, sd_runs=sd_runs, se_sentences=se_sentences,
+                                          n_sentences=n_sentences, draws=draws, rng=rng))
+                for name, delta in truths(rule).items()}
+    return {**error_rates(by_truth, draws), "n_runs": n_runs, "sd_runs": sd_runs, "se_sentences": se_sentences}

@@ -15,6 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
+from headprune_core.methods.inference import Estimate
+
 N_BOOT = 1000
 LEVEL = 0.95
 
@@ -244,3 +246,50 @@ def _diff_result(diff: float, diffs: np.ndarray, n: int, level: float, n_boot: i
     side = np.mean(diffs <= 0) if diff > 0 else np.mean(diffs >= 0)
     return {"diff": diff, "low": low, "high": high, "n": n, "distinguishable": bool(low > 0 or high < 0),
             "p": float(max(min(1.0, 2 * side), 1 / n_boot))}
+
+
+class SentenceDraws:
+    """Bootstrap resamples of test sentences shared by every result on the same test set: the metric of a
+    result on each of ``n_boot`` resamples of its test set's sentences, the same resamples for every result on
+    that set (so differences are paired), independent between test sets. Test sets are named by the caller
+    (e.g. ``"pos/de"``)."""
+
+    def __init__(self, *, n_boot: int = N_BOOT, seed: int = 0):
+        self.n_boot, self.seed = n_boot, seed
+        self._counts: dict[str, np.ndarray] = {}
+
+    def _count_matrix(self, test: str, n: int) -> np.ndarray:
+        if test not in self._counts:
+            rng_seed = [self.seed, *test.encode()]  # one stream per test set, stable across runs
+            idx = np.random.default_rng(rng_seed).integers(0, n, size=(self.n_boot, n))
+            self._counts[test] = np.bincount((idx + n * np.arange(self.n_boot)[:, None]).ravel(),
+                                             minlength=self.n_boot * n).reshape(self.n_boot, n)
+        counts = self._counts[test]
+        if counts.shape[1] != n:
+            raise ValueError(f"results on test set {test!r} have different numbers of sentences "
+                             f"({counts.shape[1]} and {n})")
+        return counts
+
+    def draws(self, units: Units, test: str) -> np.ndarray:
+        """The metric of ``units`` on each resample of ``test``'s sentences: shape ``(n_boot,)``."""
+        kind, arr = _arrays(units)
+        return _metric(kind, arr @ self._count_matrix(test, arr.shape[1]).T)
+
+
+def run_estimate(runs: Sequence[dict], statistic, *, n_boot: int = N_BOOT, seed: int = 0) -> Estimate:
+    """An :class:`~headprune_core.methods.inference.Estimate` of ``statistic`` with training runs as the unit.
+
+    ``runs`` holds one dict per training run: name -> ``(test set, units)``. ``statistic`` maps a dict of name ->
+    metric to the run's value, written with numpy operations: it is called once per run on the metrics (numbers:
+    the per-run values) and once per run on their sentence resamples (arrays; averaged over runs, their
+    standard deviation is the sentence part of the standard error). Runs are paired by sentence resamples:
+    every run's results on one test set are resampled alike.
+    """
+    if not runs:
+        raise ValueError("no training runs to estimate from")
+    draws = SentenceDraws(n_boot=n_boot, seed=seed)
+    values = [float(statistic({k: metric_of(u) for k, (_, u) in run.items()})) for run in runs]
+    boot = np.mean([np.asarray(statistic({k: draws.draws(u, t) for k, (t, u) in run.items()}), dtype=float)
+                    for run in runs], axis=0)
+    n = min(n_sentences(u) for run in runs for _, u in run.values())
+    return Estimate(tuple(values), se_sentences=float(np.std(boot, ddof=1)), n_sentences=n)

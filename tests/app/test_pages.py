@@ -275,22 +275,27 @@ def test_a_background_sweep_shows_on_the_overview_and_where_results_are_missing(
 def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, monkeypatch):
     """After set-up the Findings page says what is missing with an estimate; one click computes the plan's
     findings and every card shows a verdict with numbers."""
-    from headprune_core.findings.cards import MISSING, VERDICTS
+    from headprune_core.findings.cards import MISSING, ONE_RUN, VERDICTS
+    from headprune_core.findings.hypotheses import HYPOTHESES
     at = make_app(cache_copy, monkeypatch)
     at.run()
     run_page(at, "findings")
     counts = {m.label: m.value for m in at.metric}
-    # the fixture study's own curves and scores already decide (b) and (c); the rest needs retraining / GradTS
-    assert counts[MISSING] == "5" and set(counts) == set(VERDICTS)
+    # the fixture study's own curve and scores already give (b1) and (c): one fine-tuning run, so no replication
+    assert counts[MISSING] == str(len(HYPOTHESES) - 2) and counts[ONE_RUN] == "2" and set(counts) == set(VERDICTS)
     assert any("are not computed yet" in i.value and "min" in i.value for i in at.info), [i.value for i in at.info]
     (button,) = [b for b in at.button if b.key == "compute_findings"]
     button.click().run(timeout=900)
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    counts = {m.label: m.value for m in at.metric}
-    assert counts[MISSING] == "0" and sum(int(v) for v in counts.values()) == 7, counts
     assert not at.info  # nothing left to offer
-    assert len(at.dataframe) >= 7  # a table per card
+    counts = {m.label: m.value for m in at.metric}
+    assert sum(int(v) for v in counts.values()) == len(HYPOTHESES), counts
+    # what is still "not computed yet" is what this plan cannot give (no Turkish, no layer pairs ...), not a job
+    still = [t.value for t in at.caption if t.value.startswith("Not computed yet:")]
+    assert len(still) == int(counts[MISSING]) and all("the plan" in t or "need" in t for t in still), still
+    assert int(counts[MISSING]) <= 4 and len(at.dataframe) >= len(HYPOTHESES) - 4  # a table per decided card
+    assert any("How often each rule is wrong" in m.value for m in at.markdown)  # the calibration table
     # the Prune & retrain page shows the runs the click computed
     run_page(at, "retrain")
     assert at.selectbox(key="retrain_pick").options and len(plotly_charts(at)) >= 1

@@ -44,8 +44,9 @@ def test_equivalence_is_statsmodels_paired_tost(seed):
     base = rng.normal(80, 2, size=6)
     other = base + rng.normal(rng.choice([0.0, 0.6, 1.5]), 0.3, size=6)
     p, _, _ = ttost_paired(other, base, -1.0, 1.0)
-    inside = Estimate(tuple(other - base)).interval(0.90)
-    assert (p < 0.05) == (inside[0] > -1.0 and inside[1] < 1.0)
+    for alpha in (0.05, 0.025):  # our rule: TOST at 2.5% each side, the 95% interval inside the margin
+        inside = Estimate(tuple(other - base)).interval(1 - 2 * alpha)
+        assert (p < alpha) == (inside[0] > -1.0 and inside[1] < 1.0)
 
 
 def test_mde_is_statsmodels_power_in_standard_errors():
@@ -102,7 +103,7 @@ def test_rules_refuse_what_cannot_be_decided():
         Rule("equivalence")
     with pytest.raises(ValueError, match="unknown rule kind 'better'"):
         Rule("better", effect=1.0)
-    assert "90% interval" in EQUIVALENCE.text() and "below the paper's effect (+1 points)" in SUPERIORITY.text()
+    assert "95% interval lies inside" in EQUIVALENCE.text() and "below the paper's effect (+1 points)" in SUPERIORITY.text()
 
 
 @pytest.mark.parametrize("rule", [SUPERIORITY, EQUIVALENCE], ids=["superiority", "equivalence"])

@@ -6,7 +6,14 @@ from seqeval.metrics import f1_score
 from seqeval.scheme import IOB2
 
 from headprune_core.methods.evaluate import score_predictions
-from headprune_core.methods.uncertainty import bootstrap_ci, describe_diff, metric_of, paired_bootstrap, resamples
+from headprune_core.methods.uncertainty import (
+    bootstrap_ci,
+    describe_diff,
+    metric_of,
+    paired_bootstrap,
+    resamples,
+    run_estimate,
+)
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
@@ -139,3 +146,42 @@ def test_curve_means_pair_every_point_on_the_same_resamples():
         curve_mean_ci(good, [6])
     with pytest.raises(ValueError, match="recompute"):
         curve_mean_ci({"k": [0], "mean": [1.0]}, [0])
+
+
+def _sentences(rng, n, p):
+    total = rng.integers(5, 30, size=n)
+    return total, {"correct": list(rng.binomial(total, p)), "total": list(total)}
+
+
+def test_run_estimate_takes_training_runs_as_the_unit_and_pairs_sentences():
+    rng = np.random.default_rng(4)
+    total = rng.integers(5, 30, size=300)
+    base = rng.binomial(total, rng.uniform(0.5, 1.0, size=300))
+    runs = []
+    for gain in (0.2, 0.35, 0.1):  # three training runs, each one token better in a share of sentences
+        better = np.minimum(total, base + (rng.random(300) < gain))
+        runs.append({"a": ("pos/en", {"correct": list(base), "total": list(total)}),
+                     "b": ("pos/en", {"correct": list(better), "total": list(total)})})
+    est = run_estimate(runs, lambda m: m["b"] - m["a"])
+    per_run = [metric_of(r["b"][1]) - metric_of(r["a"][1]) for r in runs]
+    assert est.runs == pytest.approx(tuple(per_run)) and est.n_runs == 3 and est.n_sentences == 300
+    # the sentence part equals the paired bootstrap's spread of the run mean (same resampling, other draws)
+    paired = paired_bootstrap([r["a"][1] for r in runs], [r["b"][1] for r in runs])
+    assert est.se_sentences == pytest.approx((paired["high"] - paired["low"]) / 3.92, rel=0.2)
+    # identical results: no sentence part, and the runs' spread is all there is
+    same = run_estimate(runs, lambda m: m["a"] - m["a"])
+    assert same.se_sentences == 0 and same.runs == (0.0, 0.0, 0.0)
+
+
+def test_run_estimate_resamples_test_sets_independently_and_refuses_mismatched_sets():
+    rng = np.random.default_rng(5)
+    _, en = _sentences(rng, 200, 0.8)
+    # the same counts named as two test sets are resampled independently: the difference has a sentence part
+    apart = run_estimate([{"x": ("pos/en", en), "y": ("pos/de", en)}], lambda m: m["y"] - m["x"])
+    together = run_estimate([{"x": ("pos/en", en), "y": ("pos/en", en)}], lambda m: m["y"] - m["x"])
+    assert apart.se_sentences > 0.5 and together.se_sentences == 0
+    short = {"correct": en["correct"][:50], "total": en["total"][:50]}
+    with pytest.raises(ValueError, match="test set 'pos/en' have different numbers of sentences"):
+        run_estimate([{"x": ("pos/en", en), "y": ("pos/en", short)}], lambda m: m["y"] - m["x"])
+    with pytest.raises(ValueError, match="no training runs"):
+        run_estimate([], lambda m: 0)

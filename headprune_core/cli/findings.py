@@ -1,0 +1,58 @@
+"""The ``findings`` command: the Findings cards of the current cache, as text or JSON (never computes)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import replace
+
+from headprune_core.findings.cards import Card, Findings
+from headprune_core.findings.plan import findings_plan
+from headprune_core.plans.presets import find_plan
+
+
+def cmd_findings(args) -> int:
+    plan = find_plan(args.plan)
+    if args.model:
+        plan = replace(plan, model=args.model)
+    study = plan.study(device=args.device)
+    plan = findings_plan(plan, study.head_shape)
+    found = Findings(study, plan, draws=args.draws)
+    cards = [found.card(c) for c in args.card] if args.card else found.cards()
+    missing = found.missing()
+    if args.format == "json":
+        print(json.dumps({"plan": plan.name, "model": plan.model, "missing_jobs": len(missing),
+                          "cards": [c.to_dict() for c in cards]}, indent=2))
+        return 0
+    print(f"Findings of plan {plan.name} ({plan.model}): {len(missing)} of {len(found.jobs)} results not computed "
+          f"yet{' (headprune study ' + plan.name + ' computes them)' if missing else ''}.\n")
+    for card in cards:
+        print(card_text(card))
+    return 0
+
+
+def card_text(card: Card, width: int = 110) -> str:
+    """One card as plain text: the claim, the test stated before the data, what the data give, the verdict and
+    how often its rule is wrong."""
+    h = card.hypothesis
+
+    def para(label: str, text: str) -> str:
+        return textwrap.fill(f"{label}: {text}", width=width, subsequent_indent="    ")
+
+    lines = [f"({h.id}) {h.title}: {card.verdict.upper()}", para("  paper", h.claim),
+             para("  hypothesis", h.hypothesis), para("  statistic", h.statistic), para("  control", h.control),
+             para("  rule", h.rule.text())]
+    if card.missing:
+        lines.append(para("  not computed yet", "; ".join(card.missing)))
+    else:
+        lines.append(para("  measured", card.measured))
+        lines.append(para("  minimum detectable effect", f"{card.mde:.2f} {h.rule.unit} (paper: {h.paper_effect})"))
+        cal = card.calibration
+        lines.append(para("  how often this rule is wrong",
+                          f"false reproduced {cal['false_reproduced']:.1%}, false not reproduced "
+                          f"{cal['false_not_reproduced']:.1%} (goals <= 5%), power {cal['power']:.0%}, "
+                          f"{cal['draws']:,} draws" + (f"; misses {', '.join(cal['goals_missed'])}"
+                                                      if cal["goals_missed"] else "")))
+        lines += [para("  note", n) for n in card.notes]
+        lines.append(para("  protocol here", card.protocol))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,160 @@
+"""What the Findings cards read from the cache: a plan's jobs, and its results arranged by training run.
+
+:class:`Evidence` never computes. A piece that is not cached is ``None`` and its card says which job it needs.
+Results are arranged so a card can build one dict per training run (name -> ``(test set, per-sentence units)``)
+for :func:`~headprune_core.methods.uncertainty.run_estimate`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from headprune_core.methods.importance import normalise
+from headprune_core.methods.uncertainty import n_sentences
+from headprune_core.multitask.gradts import GradTS
+from headprune_core.plans.plan import StudyPlan, plan_jobs
+from headprune_core.plans.presets import find_plan
+from headprune_core.runs.config import RefinetuneConfig
+from headprune_core.runs.estimate import estimate_jobs
+from headprune_core.runs.jobs import Job
+from headprune_core.runs.retrain import refinetune_parts
+from headprune_core.runs.study import Study
+
+
+class Retrain:
+    """One re-fine-tuning experiment of the plan, read from the cache: ``result`` (the assembled tables) and the
+    per-sentence units of every (level, seed, language) test."""
+
+    def __init__(self, evidence: Evidence, job: Job, result: dict):
+        self.job, self.result = job, result
+        self.cfg: RefinetuneConfig = job.cfg
+        self.task = self.cfg.finetune.tasks[0]
+        self.seeds: list[int] = list(result["seeds"])
+        self.levels: list[str] = list(result["levels"])
+        self.source: str = result["dev_lang"]
+        self.langs: list[str] = evidence.ordered_langs(result["test"])
+        self._units: dict[tuple[str, int], dict[str, dict]] = {}
+        for part in refinetune_parts(evidence.study, self.cfg):
+            tests = {}
+            for lang, ec in part.tests.items():
+                found = evidence.study.store.get(ec)
+                if found is not None:
+                    tests[lang] = found["result"]["units"]
+            self._units[(part.label, part.seed)] = tests
+
+    @property
+    def targets(self) -> list[str]:
+        return [lang for lang in self.langs if lang != self.source]
+
+    def units(self, label: str, seed: int, lang: str) -> dict:
+        return self._units[(label, seed)][lang]
+
+    def n_test(self, lang: str) -> int:
+        """How many test sentences ``lang`` has (the unpruned model's first seed's evaluation)."""
+        return n_sentences(self.units("0", self.seeds[0], lang))
+
+    def test_set(self, lang: str) -> str:
+        return f"{self.task}/{lang}"
+
+    def run(self, seed: int, cells: dict[str, tuple[str, str]]) -> dict:
+        """One training run's results for an estimate: name -> (test set, units) for ``cells`` name -> (level,
+        language)."""
+        return {name: (self.test_set(lang), self.units(label, seed, lang)) for name, (label, lang) in cells.items()}
+
+    def best(self, seed: int) -> str:
+        """The level dev picked for ``seed`` (Ma et al.: best k on the source language's dev set)."""
+        return self.result["best"][str(seed)]
+
+
+class Evidence:
+    """The cache as the cards of ``plan`` (default: the ``findings`` preset) on ``study`` read it."""
+
+    def __init__(self, study: Study, plan: StudyPlan | None = None, *, task: str = "pos"):
+        self.study = study
+        self.plan = plan or find_plan("findings")
+        self.task = task
+        self.jobs: list[Job] = plan_jobs(study, self.plan)
+        self.source = self.plan.source_langs[0]
+        self._retrains: dict[str, Retrain | None] = {}
+
+    def missing(self) -> list[Job]:
+        """The plan's jobs that are not cached (what a click computes)."""
+        return [j for j in self.jobs if not self.study.store.has(j.cfg)]
+
+    def estimate(self, *, cpus: int | None = None) -> dict:
+        """Estimated seconds to compute what is missing (see :func:`headprune_core.runs.estimate.estimate_jobs`)."""
+        return estimate_jobs(self.study.store, [j.cfg for j in self.missing()], cpus=cpus)
+
+    def get(self, cfg):
+        return self.study.store.get(cfg)
+
+    def find(self, kind: str, **attrs) -> Job | None:
+        for j in self.jobs:
+            if j.cfg.kind == kind and all(getattr(j.cfg, a) == v for a, v in attrs.items()):
+                return j
+        return None
+
+    def ordered_langs(self, langs) -> list[str]:
+        """``langs`` in the plan's order (stored results sort their keys)."""
+        return [lang for lang in self.plan.langs if lang in langs] + [lang for lang in langs
+                                                                        if lang not in self.plan.langs]
+
+    # --- re-fine-tuning -------------------------------------------------------------------------------------
+    def retrain_job(self, strategy: str, *, shares: bool = False, setting: str = "cross",
+                    pairs: bool = False) -> Job | None:
+        """The plan's re-fine-tuning of ``self.task`` by ``strategy`` in ``setting``: the experiment given by
+        levels (Ma et al.'s k) or, with ``shares``, by shares of all heads (Budhraja et al. 2020)."""
+        for j in self.jobs:
+            rc = j.cfg
+            if rc.kind != "refinetune" or rc.strategy != strategy or rc.finetune.tasks != (self.task,) \
+                    or rc.finetune.setting != setting:
+                continue
+            if strategy in ("layers", "layer_pairs") or bool((j.experiment or {}).get("shares")) == shares:
+                return j
+        return None
+
+    def retrain(self, strategy: str, *, shares: bool = False, setting: str = "cross") -> Retrain | None:
+        """The experiment's results (None when the plan has none, or it is not cached)."""
+        job = self.retrain_job(strategy, shares=shares, setting=setting)
+        if job is None:
+            return None
+        key = job.cfg.key()
+        if key not in self._retrains:
+            found = self.get(job.cfg)
+            self._retrains[key] = Retrain(self, job, found["result"]) if found else None
+        return self._retrains[key]
+
+    def retrain_what(self, strategy: str, *, shares: bool = False, setting: str = "cross") -> str:
+        """The job a missing experiment needs, in words."""
+        job = self.retrain_job(strategy, shares=shares, setting=setting)
+        if job is None:
+            how = "by shares of the heads" if shares else ""
+            return f"the plan has no {strategy} re-fine-tuning {how} in the {setting} setting".replace("  ", " ")
+        return job.what
+
+    # --- curves and head maps -------------------------------------------------------------------------------
+    def curve(self, task: str, lang: str, strategy: str) -> tuple[Job | None, dict | None]:
+        job = self.find("curve", task=task, lang=lang, strategy=strategy)
+        found = self.get(job.cfg) if job else None
+        return job, (found["curve"] if found else None)
+
+    def score_map(self, task: str, lang: str) -> tuple[Job | None, np.ndarray | None]:
+        """The layer-normalised head map of (task, lang) from the plan's scores."""
+        job = self.find("score", task=task, lang=lang)
+        found = self.get(job.cfg) if job else None
+        if found is None:
+            return job, None
+        return job, normalise(np.asarray(found["raw"], dtype=np.float64), normalize="layer_sum")
+
+    # --- GradTS -----------------------------------------------------------------------------------------------
+    def gradts(self) -> tuple[Job | None, dict | None, GradTS | None]:
+        """The plan's GradTS check: its job, its cached result and the GradTS it came from."""
+        job = next((j for j in self.jobs if j.cfg.kind == "gradts"), None)
+        found = self.get(job.cfg) if job else None
+        if found is None:
+            return job, None, None
+        for gplan in self.plan.gradts_plans():
+            gts = GradTS(self.study, gplan)
+            if gts.config().key() == job.cfg.key():
+                return job, found["result"], gts
+        raise ValueError(f"no GradTS plan of {self.plan.name!r} gives {job.what!r}")

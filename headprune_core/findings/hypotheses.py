@@ -1,0 +1,274 @@
+"""The Findings cards' hypotheses, stated before the data: one small declarative object per card, which the
+Findings page, ``headprune findings`` and the tests all read.
+
+Each :class:`Hypothesis` quotes the paper's claim with its number and baseline (``docs/papers.md`` says where each
+number comes from), says what is tested here, the statistic, the control that could fail it, and the
+:class:`~headprune_core.methods.inference.Rule` that decides: superiority against the paper's effect, or
+equivalence within a margin. Where a paper gives no number, the effect is a stated *smallest effect of interest*
+and the card says so. Every statistic is oriented so that the claim says it is positive (or, for an
+equivalence, small).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from headprune_core.methods.inference import Rule
+
+POINTS = "points"
+RELATIVE = "% of unpruned"
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One card's claim and test. ``paper_effect`` is the paper's number in words (what the minimum detectable
+    effect is set against); ``parts`` > 1 means the claim is several differences that must all hold (an
+    intersection-union test: each part decided by ``rule``, reproduced only when every part is)."""
+
+    id: str
+    title: str
+    paper: str
+    claim: str
+    hypothesis: str
+    statistic: str
+    control: str
+    rule: Rule
+    paper_effect: str
+    page: str
+    parts: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "title": self.title, "paper": self.paper, "claim": self.claim,
+                "hypothesis": self.hypothesis, "statistic": self.statistic, "control": self.control,
+                "rule": self.rule.to_dict(), "paper_effect": self.paper_effect, "page": self.page,
+                "parts": list(self.parts)}
+
+
+_NO_NUMBER = "no number in what we could read of the paper; this is the smallest effect of interest"
+
+HYPOTHESES: tuple[Hypothesis, ...] = (
+    Hypothesis(
+        "a1", "Pruning the lowest-ranked heads, then retraining, helps across languages",
+        paper="Ma et al. 2021",
+        claim="Ma et al. 2021 (Table 2): pruning up to 12 of the lowest-ranked heads (gradient ranking on the "
+              "source language; the best of k = 1..12) and fine-tuning again improved POS in 88 of 96 language "
+              "pairs; average F1 gain in the cross-lingual setting +0.91 (mBERT) and +1.78 (XLM-R) over the "
+              "unpruned model.",
+        hypothesis="Fine-tuned on English without its k lowest-ranked heads (k picked on English dev), the model "
+                   "scores higher in the target languages than the unpruned model trained the same way.",
+        statistic="Per training seed, the mean over target languages of (pruned at the dev-picked k) - "
+                  "(unpruned), in points; its mean over seeds.",
+        control="The unpruned model fine-tuned with the same seed and data, on the same test sentences.",
+        rule=Rule("superiority", effect=0.91),
+        paper_effect="+0.91 F1 (mBERT POS, cross-lingual mean)", page="retrain"),
+    Hypothesis(
+        "a2", "... and in the multilingual setting",
+        paper="Ma et al. 2021",
+        claim="Ma et al. 2021 (Table 2): in the multilingual setting (trained on every language) the same "
+              "pruning gave an average POS F1 gain of +0.15 (mBERT) and +0.17 (XLM-R) over the unpruned model.",
+        hypothesis="Fine-tuned on all languages without its k lowest-ranked heads (k picked on English dev), the "
+                   "model scores higher in every language than the unpruned model trained the same way.",
+        statistic="Per training seed, the mean over languages of (pruned at the dev-picked k) - (unpruned), in "
+                  "points; its mean over seeds.",
+        control="The unpruned model fine-tuned on the same multilingual data with the same seed.",
+        rule=Rule("superiority", effect=0.15),
+        paper_effect="+0.15 F1 (mBERT POS, multilingual mean)", page="retrain"),
+    Hypothesis(
+        "b1", "Masking the least important 40% of heads keeps the metric (no retraining)",
+        paper="Michel et al. 2019",
+        claim="Michel et al. 2019 (section 4.2): heads removed at test time in order of importance (|gradient| "
+              "of a head gate), with no retraining: \"prune up to 20% and 40% of heads from WMT and BERT "
+              "(respectively), without incurring any noticeable negative impact\".",
+        hypothesis="With its least important heads masked up to 40% of all heads, in importance order and "
+                   "without retraining, the fine-tuned model scores within 1 point of itself unmasked on the "
+                   "source language.",
+        statistic="Per fine-tuning seed: (masked at the curve point nearest 40% of the heads) - (unmasked), "
+                  "source-language test, in points.",
+        control="The same model unmasked on the same sentences; random-order masks at the same k are shown "
+                "beside it as a check that the order matters.",
+        rule=Rule("equivalence", margin=1.0),
+        paper_effect="no noticeable change (margin: 1 point)", page="prune"),
+    Hypothesis(
+        "b2", "After retraining, pruning the top-ranked heads hurts more than the lowest-ranked",
+        paper="Ma et al. 2021",
+        claim="Ma et al. 2021 (Table 5, mBERT, English source): pruning the highest-ranked heads instead of the "
+              "lowest-ranked harmed POS in 15 of 16 experiments (cross-lingual median -0.70 F1, mean -3.44) and "
+              "NER in 14 of 16, where the lowest-ranked heads gave +0.55 (POS).",
+        hypothesis="At the same k, the model retrained without its lowest-ranked heads scores higher in the "
+                   "target languages than the one retrained without its top-ranked heads.",
+        statistic="Per training seed, the mean over k and target languages of (lowest-ranked pruned) - "
+                  "(top-ranked pruned), in points.",
+        control="Pruning the top-ranked heads, same k, seed and data.",
+        rule=Rule("superiority", effect=1.2),
+        paper_effect="+1.2 F1 (+0.55 vs the median -0.70, mBERT POS cross-lingual)", page="retrain"),
+    Hypothesis(
+        "b3", "After retraining, pruning the lowest-ranked heads beats pruning random ones",
+        paper="Ma et al. 2021",
+        claim="Ma et al. 2021 (Table 5, mBERT, English source): \"pruning random attention heads also has mainly "
+              "negative effects\": POS cross-lingual mean -0.64 F1 (one random draw, seed 42), where the "
+              "lowest-ranked heads gave +0.55.",
+        hypothesis="At the same k, the model retrained without its lowest-ranked heads scores higher in the "
+                   "target languages than the one retrained without random heads.",
+        statistic="Per training seed (each with its own random heads), the mean over k and target languages of "
+                  "(lowest-ranked pruned) - (random pruned), in points.",
+        control="Pruning as many random heads, a different draw per seed.",
+        rule=Rule("superiority", effect=1.19),
+        paper_effect="+1.19 F1 (+0.55 vs -0.64, mBERT POS cross-lingual)", page="retrain"),
+    Hypothesis(
+        "c", "Languages rank the heads alike",
+        paper="Ma et al. 2021",
+        claim="Ma et al. 2021 (Figure 1): Spearman's rho between the head rankings of different languages, POS: "
+              "mBERT 0.67-0.87, XLM-R 0.94-0.97 (NER mBERT 0.38-0.87).",
+        hypothesis="For one task, two languages rank the heads more alike than two tasks do in one language, and "
+                   "the language pairs reach most of one language's own reliability.",
+        statistic="Per fine-tuning seed: mean Spearman over language pairs (one task) - mean Spearman over task "
+                  "pairs (one language), averaged over tasks and languages.",
+        control="Floor: two tasks in the same language (any two gradient maps of one model correlate). Ceiling: "
+                "two halves of one language's dev sentences, and two training seeds.",
+        rule=Rule("superiority", effect=0.1, unit="rho"),
+        paper_effect=f"rho 0.67-0.87 for mBERT POS; the gap to the floor: 0.1 ({_NO_NUMBER})", page="importance"),
+    Hypothesis(
+        "d", "The top layers matter for English-like languages, the bottom for Turkish",
+        paper="Budhraja et al. 2021",
+        claim="Budhraja et al. 2021 (abstract; mBERT, XNLI): \"the top layers ... encode important information for "
+              "languages similar to English (SVO) while the bottom layers ... are particularly important for "
+              "agglutinative and low-resource languages.\"",
+        hypothesis="Removing the top third of the layers, rather than the bottom third, costs the SVO target "
+                   "languages (es, fr, it, pt) more than it costs Turkish.",
+        statistic="Per training seed: (cost of the top third - cost of the bottom third) averaged over es, fr, it, "
+                  "pt, minus the same for Turkish; cost = relative drop from unpruned, in %.",
+        control="The same two layer cuts in Turkish (the interaction), unpruned model with the same seed.",
+        rule=Rule("superiority", effect=2.0, unit=RELATIVE),
+        paper_effect=f"2% of unpruned ({_NO_NUMBER})", page="retrain"),
+    Hypothesis(
+        "e1", "After retraining, random pruning is about as good as importance pruning",
+        paper="Budhraja et al. 2020",
+        claim="Budhraja et al. 2020 (abstract; BERT on GLUE, pruned then fine-tuned): \"a large fraction of the "
+              "attention heads can be randomly pruned with limited effect on accuracy\"; no advantage in pruning "
+              "by importance.",
+        hypothesis="Retrained without 25, 50 or 75% of the heads, random heads and least-important heads give "
+                   "scores within 1 point of each other.",
+        statistic="Per training seed (each with its own random heads): the mean over shares and languages of "
+                  "(least-important pruned) - (random pruned), in points.",
+        control="Importance pruning of the same share, same seed and data.",
+        rule=Rule("equivalence", margin=1.0),
+        paper_effect="no advantage (margin: 1 point)", page="retrain"),
+    Hypothesis(
+        "e2", "Middle layers matter most",
+        paper="Budhraja et al. 2020",
+        claim="Budhraja et al. 2020 (abstract; BERT on GLUE): \"strategies that avoid pruning middle layers and "
+              "consecutive layers perform better\".",
+        hypothesis="Removing the middle third of the layers, then retraining, costs the source language more than "
+                   "removing the bottom third and more than removing the top third.",
+        statistic="Per training seed: cost(middle) - cost(bottom) and cost(middle) - cost(top), source "
+                  "language; cost = relative drop from unpruned, in %.",
+        control="Removing the bottom or top third instead, same seed and data.",
+        rule=Rule("superiority", effect=2.0, unit=RELATIVE),
+        paper_effect=f"2% of unpruned ({_NO_NUMBER})", page="retrain",
+        parts=("middle - bottom", "middle - top")),
+    Hypothesis(
+        "f1", "GradTS-trial picks better auxiliary tasks than AUTOSEM",
+        paper="GradTS (Ma et al. 2021)",
+        claim="GradTS (abstract): \"Compared to AUTOSEM, a strong baseline method, GradTS improves the "
+              "performance of MT-DNN ... from 0.33% to 17.93% on 8 NLU tasks in the GLUE benchmarks\" (trial is "
+              "compared with AUTOSEM's first phase, task selection).",
+        hypothesis="The primary task trained with GradTS-trial's auxiliaries scores higher than with the "
+                   "auxiliaries the bandit (AUTOSEM stage 1) chose.",
+        statistic="Per training seed: (with trial's auxiliaries) - (with the bandit's), primary test, as % of "
+                  "the bandit's score.",
+        control="AUTOSEM's stage 1 (Thompson-sampling bandit) on the same units, seeds and training.",
+        rule=Rule("superiority", effect=0.33, unit="% of AUTOSEM"),
+        paper_effect="+0.33% to +17.93% over AUTOSEM (the low end)", page="task_affinity"),
+    Hypothesis(
+        "f2", "GradTS-thres picks better auxiliary tasks than AUTOSEM",
+        paper="GradTS (Ma et al. 2021)",
+        claim="GradTS (abstract): +0.33% to +17.93% over AUTOSEM on 8 GLUE tasks; GradTS-thres keeps the tasks "
+              "whose tau with the primary is above a threshold (0.6 for base models).",
+        hypothesis="The primary task trained with GradTS-thres's auxiliaries scores higher than with the bandit's.",
+        statistic="Per training seed: (with thres's auxiliaries) - (with the bandit's), primary test, as % of the "
+                  "bandit's score.",
+        control="AUTOSEM's stage 1 (Thompson-sampling bandit) on the same units, seeds and training.",
+        rule=Rule("superiority", effect=0.33, unit="% of AUTOSEM"),
+        paper_effect="+0.33% to +17.93% over AUTOSEM (the low end)", page="task_affinity"),
+    Hypothesis(
+        "f3", "GradTS-fg's filtered examples beat AUTOSEM",
+        paper="GradTS (Ma et al. 2021)",
+        claim="GradTS (abstract): +0.33% to +17.93% over AUTOSEM on 8 GLUE tasks; GradTS-fg keeps the auxiliary "
+              "examples whose head map correlates with the primary's (compared with full AUTOSEM).",
+        hypothesis="The primary task trained with GradTS-fg's examples scores higher than with the bandit's "
+                   "auxiliaries.",
+        statistic="Per training seed: (with fg's examples) - (with the bandit's auxiliaries), primary test, as % "
+                  "of the bandit's score.",
+        control="AUTOSEM's stage 1 (Thompson-sampling bandit) on the same units, seeds and training.",
+        rule=Rule("superiority", effect=0.33, unit="% of AUTOSEM"),
+        paper_effect="+0.33% to +17.93% over AUTOSEM (the low end)", page="task_affinity"),
+    Hypothesis(
+        "f4", "GradTS takes less time than AUTOSEM",
+        paper="GradTS (Ma et al. 2021)",
+        claim="GradTS (abstract): \"GradTS costs on average 21.32% less time than AUTOSEM with comparable GPU "
+              "consumption\" (8 GLUE tasks).",
+        hypothesis="Choosing the auxiliaries with GradTS-trial and training the final model takes less wall time "
+                   "than the bandit's search and its final model.",
+        statistic="Per training seed: (bandit's time - trial's time) / bandit's time, in % (choose + train, wall "
+                  "seconds on this machine).",
+        control="AUTOSEM's stage 1 search and final training, same units and seeds.",
+        rule=Rule("superiority", effect=21.32, unit="% of AUTOSEM's time"),
+        paper_effect="21.32% less time than AUTOSEM", page="task_affinity"),
+    Hypothesis(
+        "g", "A few heads are claimed by most tasks",
+        paper="He & Choi 2021",
+        claim="He & Choi 2021 (abstract; BERT, OntoNotes POS, NER, DEP, CON, SRL): forcing each task to use as "
+              "few heads as possible, \"a certain set of attention heads get claimed by most tasks\" (3 runs per "
+              "task in their code).",
+        hypothesis="More heads are kept by a majority of the task clusters than by chance when each task keeps "
+                   "its own number of heads with its own layer profile.",
+        statistic="Per gate seed: heads kept by a majority of task clusters (one task in two languages counted "
+                  "once) minus the mean of the same count under the null, in heads.",
+        control="Null: each task's kept heads permuted within their layers (its keep count and layer profile "
+                "kept). Ceiling: the overlap of one task with itself under another seed.",
+        rule=Rule("superiority", effect=1.0, unit="heads"),
+        paper_effect=f"1 head beyond chance ({_NO_NUMBER})", page="shared_heads"),
+    Hypothesis(
+        "h", "Pruning hurts cross-lingual transfer more than the source language",
+        paper="Budhraja et al. 2021",
+        claim="Budhraja et al. 2021 (abstract; mBERT): \"For the crosslingual task XNLI, we report higher drops in "
+              "accuracy with pruning indicating lower robustness in crosslingual transfer.\"",
+        hypothesis="Retrained on English without 25-75% of the heads at random, the target languages lose more, "
+                   "relative to unpruned, than English does.",
+        statistic="Per training seed: (mean relative drop over target languages) - (relative drop in English), "
+                  "averaged over the shares, in %.",
+        control="The source language, same pruned models.",
+        rule=Rule("superiority", effect=1.0, unit=RELATIVE),
+        paper_effect=f"1% of unpruned ({_NO_NUMBER})", page="retrain"),
+    Hypothesis(
+        "i", "Consecutive layers cannot be pruned together",
+        paper="Budhraja et al. 2020",
+        claim="Budhraja et al. 2020 (abstract; BERT on GLUE): \"strategies that avoid pruning middle layers and "
+              "consecutive layers perform better\".",
+        hypothesis="Removing two adjacent layers, then retraining, costs more than removing two layers apart; "
+                   "the same layers are used in both arms, so their position cancels.",
+        statistic="Per training seed: mean cost of the adjacent pairs - mean cost of the apart pairs (same "
+                  "layers), source language; cost = relative drop from unpruned, in %.",
+        control="The same layers removed in pairs that are not adjacent, same seed and data.",
+        rule=Rule("superiority", effect=1.0, unit=RELATIVE),
+        paper_effect=f"1% of unpruned ({_NO_NUMBER})", page="retrain"),
+    Hypothesis(
+        "j", "Training with all the tasks scores below training alone",
+        paper="He & Choi 2021",
+        claim="He & Choi 2021 (abstract): multi-task learning of POS, NER, DEP, CON and SRL on OntoNotes shows a "
+              "\"deficiency over single-task learning\".",
+        hypothesis="The primary task trained together with every other task unit scores lower than trained alone.",
+        statistic="Per training seed: (alone) - (with all the tasks), primary test, in points.",
+        control="The primary trained alone with the same seed and data.",
+        rule=Rule("superiority", effect=1.0),
+        paper_effect=f"1 point ({_NO_NUMBER})", page="task_affinity"),
+)
+
+BY_ID = {h.id: h for h in HYPOTHESES}
+
+
+def hypothesis(card_id: str) -> Hypothesis:
+    """The hypothesis of card ``card_id``; an unknown id fails listing the known ones."""
+    if card_id not in BY_ID:
+        raise KeyError(f"unknown findings card {card_id!r}; known: {', '.join(BY_ID)}")
+    return BY_ID[card_id]
