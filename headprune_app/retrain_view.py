@@ -15,7 +15,8 @@ from headprune_core.runs.study import Study
 
 STRATEGY_TEXT = {"importance": "lowest-ranked heads (Ma et al.)", "reverse": "top-ranked heads (control)",
                  "random": "random heads (control; Budhraja et al. 2020)",
-                 "layers": "a third of the layers (Budhraja et al. 2021)"}
+                 "layers": "a third of the layers (Budhraja et al. 2021)",
+                 "layer_pairs": "two adjacent or two separated layers (Budhraja et al. 2020)"}
 
 
 def describe(rc: RefinetuneConfig) -> str:

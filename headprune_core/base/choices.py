@@ -12,12 +12,13 @@ from typing import Literal, get_args
 
 Setting = Literal["cross", "multi"]
 Strategy = Literal["importance", "reverse", "random", "layers", "custom"]
-RetrainStrategy = Literal["importance", "reverse", "random", "layers"]
+RetrainStrategy = Literal["importance", "reverse", "random", "layers", "layer_pairs"]
 Method = Literal["gate_grad", "kv_grad", "taylor", "entropy", "random"]
 GradTSMethod = Literal["kv_grad", "gate_grad"]
 Normalize = Literal["none", "layer_l2", "layer_sum"]
 Split = Literal["train", "validation", "test"]
 LayerPart = Literal["bottom", "middle", "top"]
+LayerPair = Literal["adjacent low", "adjacent high", "apart outer", "apart inner"]
 Sampling = Literal["proportional", "round_robin"]
 FileFormat = Literal["conll", "conllu", "jsonl", "csv", "parquet"]
 
@@ -26,7 +27,8 @@ SETTINGS: tuple[str, ...] = get_args(Setting)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 """How heads are chosen for pruning at test time (``custom``: a mask given by hand)."""
 RETRAIN_STRATEGIES: tuple[str, ...] = get_args(RetrainStrategy)
-"""Strategies a re-fine-tuning prunes by (before training): lowest-ranked, top-ranked, random heads, a layer third."""
+"""Strategies a re-fine-tuning prunes by (before training): lowest-ranked, top-ranked, random heads, a layer third,
+two adjacent or two separated layers (``layer_pairs``)."""
 METHODS: tuple[str, ...] = get_args(Method)
 """Head-importance methods (see :mod:`headprune_core.methods.importance`)."""
 GRADTS_METHODS: tuple[str, ...] = get_args(GradTSMethod)
@@ -34,6 +36,8 @@ GRADTS_METHODS: tuple[str, ...] = get_args(GradTSMethod)
 NORMALIZATIONS: tuple[str, ...] = get_args(Normalize)
 SPLITS: tuple[str, ...] = get_args(Split)
 LAYER_PARTS: tuple[str, ...] = get_args(LayerPart)
+LAYER_PAIRS: tuple[str, ...] = get_args(LayerPair)
+"""The layer pairs a ``layer_pairs`` re-fine-tuning removes (:func:`headprune_core.methods.evaluate.layer_pairs`)."""
 SAMPLINGS: tuple[str, ...] = get_args(Sampling)
 """How multi-task training draws batches: in proportion to each task's size, or one task after another."""
 FORMATS: tuple[str, ...] = get_args(FileFormat)

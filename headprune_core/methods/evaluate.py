@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from headprune_core.base.choices import LAYER_PARTS, STRATEGIES
+from headprune_core.base.choices import LAYER_PAIRS, LAYER_PARTS, STRATEGIES
 from headprune_core.base.files import read_json
 from headprune_core.encoders.device import autocast
 from headprune_core.encoders.heads import head_gates, head_shape
@@ -128,6 +128,32 @@ def layer_mask(shape: tuple[int, int], part: str) -> torch.Tensor:
     start = {"bottom": 0, "middle": third, "top": n - third}[part]
     mask = torch.ones(shape)
     mask[start:start + third] = 0
+    return mask
+
+
+def layer_pairs(n_layers: int) -> dict[str, tuple[int, int]]:
+    """Two pairs of adjacent layers and two pairs of separated ones made of the same four layers (Budhraja et al.
+    2020: consecutive layers cannot be pruned together), so each layer is removed once in each arm and its
+    position cancels: ``i, i+1`` low and ``j, j+1`` high adjacent; ``i, j+1`` and ``i+1, j`` apart.
+
+    >>> layer_pairs(12)
+    {'adjacent low': (2, 3), 'adjacent high': (8, 9), 'apart outer': (2, 9), 'apart inner': (3, 8)}
+    """
+    if n_layers < 5:
+        raise ValueError(f"layer pairs need at least 5 layers (two adjacent pairs with a layer between); the model "
+                         f"has {n_layers}")
+    i = min(n_layers // 6, (n_layers - 5) // 2)
+    j = n_layers - 2 - i
+    return dict(zip(LAYER_PAIRS, ((i, i + 1), (j, j + 1), (i, j + 1), (i + 1, j))))
+
+
+def layers_mask(shape: tuple[int, int], layers) -> torch.Tensor:
+    """Prune every head of ``layers``."""
+    mask = torch.ones(shape)
+    for layer in layers:
+        if not 0 <= layer < shape[0]:
+            raise ValueError(f"no layer {layer}: the model has {shape[0]}")
+        mask[layer] = 0
     return mask
 
 

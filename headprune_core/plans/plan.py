@@ -136,9 +136,9 @@ class StudyPlan:
         unknown = sorted(set(exp) - set(REFINETUNE_OPTIONS))
         if unknown:
             raise ValueError(f"{where}: unknown refinetune options {unknown}; known: {list(REFINETUNE_OPTIONS)}")
-        for name in ("tasks", "settings"):
+        for name in ("tasks", "settings", "langs"):
             value = exp.get(name, ())
-            known = self.tasks if name == "tasks" else self.settings
+            known = {"tasks": self.tasks, "settings": self.settings, "langs": self.langs}[name]
             if not isinstance(value, (list, tuple)) or any(v not in known for v in value):
                 raise ValueError(f"{where}: {name} must be a list of the plan's {name} ({', '.join(known)}), "
                                  f"got {value!r}")
@@ -202,6 +202,8 @@ class StudyPlan:
             levels |= {int(round(v * shape[0] * shape[1])) for v in shares}
         for name in ("tasks", "settings", "train"):
             opts.pop(name)
+        only = opts.pop("langs")
+        langs = tuple(lang for lang in langs if lang in only) if only else langs
         if opts["strategy"] not in ("importance", "reverse"):
             ranking = None
         try:
@@ -230,11 +232,11 @@ class StudyPlan:
 
 REFINETUNE_OPTIONS = {"strategy": "importance", "max_k": 12, "levels": (), "shares": (), "seeds": (),
                       "random_seed": 0, "max_sentences": None, "normalize": "layer_sum", "tasks": (),
-                      "settings": (), "train": {}}
+                      "settings": (), "langs": (), "train": {}}
 """A re-fine-tuning experiment's options and their defaults: ``strategy`` (importance, reverse, random,
-layers); the levels are ``levels`` (numbers of heads) and ``shares`` (of all heads), or 0..``max_k`` when both
-are empty; ``seeds`` are training seeds (empty: the plan's); ``tasks`` and ``settings`` restrict it (empty: all
-of the plan's); ``train`` overrides the plan's fine-tuning options for these runs (the unpruned model they are
+layers, layer_pairs); the levels are ``levels`` (numbers of heads) and ``shares`` (of all heads), or 0..``max_k``
+when both are empty; ``seeds`` are training seeds (empty: the plan's; random heads are drawn anew per seed);
+``tasks`` and ``settings`` restrict it, ``langs`` its test languages (empty: all of the plan's); ``train`` overrides the plan's fine-tuning options for these runs (the unpruned model they are
 compared with, and ranked by, is trained the same way); ``max_sentences`` None: the plan's eval_sentences."""
 
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from headprune_core.base.choices import (
     GRADTS_METHODS,
+    LAYER_PAIRS,
     METHODS,
     NORMALIZATIONS,
     RETRAIN_STRATEGIES,
@@ -472,7 +473,9 @@ class RefinetuneConfig(RunConfig):
     """
 
     kind: ClassVar[str] = "refinetune"
-    version: ClassVar[int] = 2  # 2: strategies, levels, seeds; every level tested, with intervals
+    # 2: strategies, levels, seeds; every level tested, with intervals. 3: random heads drawn per training seed
+    # (random_seed + the seed's position), layer pairs
+    version: ClassVar[int] = 3
     finetune: FinetuneConfig
     ranking: ScoreConfig | None = None
     normalize: str = "layer_sum"
@@ -501,6 +504,8 @@ class RefinetuneConfig(RunConfig):
         """(label, what to prune) per level: ``("0", 0)`` first, then ``(str(k), k)`` or the layer thirds."""
         if self.strategy == "layers":
             return [("0", 0), ("bottom", "bottom"), ("middle", "middle"), ("top", "top")]
+        if self.strategy == "layer_pairs":
+            return [("0", 0), *((p, p) for p in LAYER_PAIRS)]
         ks = sorted({0, *self.levels}) if self.levels else list(range(self.max_k + 1))
         return [(str(k), k) for k in ks]
 

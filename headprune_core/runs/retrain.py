@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from headprune_core.methods.evaluate import strategy_mask
+from headprune_core.methods.evaluate import layer_pairs, layers_mask, strategy_mask
 from headprune_core.methods.importance import normalise
 from headprune_core.methods.uncertainty import bootstrap_ci, paired_bootstrap
 from headprune_core.runs.config import EvalConfig, FinetuneConfig, RefinetuneConfig, RunConfig
@@ -55,14 +55,16 @@ def refinetune_parts(study: "Study", rc: RefinetuneConfig) -> list[RefinetunePar
         if isinstance(what, int) and what > shape[0] * shape[1]:
             raise ValueError(f"cannot prune {what} heads before fine-tuning: the model has "
                              f"{shape[0] * shape[1]} ({shape[0]} layers x {shape[1]} heads)")
-        if what == 0:
-            mask = torch.ones(shape)
-        elif rc.strategy == "layers":
-            mask = strategy_mask(shape, "layers", part=what)
-        else:
-            mask = strategy_mask(shape, rc.strategy, what, ranking=ranking, seed=rc.random_seed)
-        pruned = tuple((int(a), int(b)) for a, b in zip(*np.where(mask.numpy() == 0)))
-        for seed in rc.train_seeds():
+        for i, seed in enumerate(rc.train_seeds()):
+            if what == 0:
+                mask = torch.ones(shape)
+            elif rc.strategy == "layers":
+                mask = strategy_mask(shape, "layers", part=what)
+            elif rc.strategy == "layer_pairs":
+                mask = layers_mask(shape, layer_pairs(shape[0])[what])
+            else:  # random heads: a draw of their own per training seed, so runs replicate the strategy
+                mask = strategy_mask(shape, rc.strategy, what, ranking=ranking, seed=rc.random_seed + i)
+            pruned = tuple((int(a), int(b)) for a, b in zip(*np.where(mask.numpy() == 0)))
             ft = replace(study.reseeded(rc.finetune, seed), pruned=pruned)
             dev = study.eval_config(ft, task, dev_lang, split="validation", max_sentences=rc.max_sentences)
             tests = {lang: study.eval_config(ft, task, lang, max_sentences=rc.max_sentences)

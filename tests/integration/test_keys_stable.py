@@ -1,5 +1,7 @@
 """The cache keys of the demo, findings and GradTS presets are the ones they had before the package was laid out
-in layers (recorded in data/plan_keys.json from the flat layout): moving code must not move a result."""
+in layers (recorded in data/plan_keys.json from the flat layout): moving code must not move a result. The
+findings preset's six re-fine-tuning entries were recorded anew when RefinetuneConfig became version 3 (random
+heads drawn per training seed): only those assembled tables recompute, their runs keep their keys."""
 
 from __future__ import annotations
 

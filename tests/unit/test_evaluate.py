@@ -14,6 +14,8 @@ from headprune_core.methods.evaluate import (
     default_steps,
     evaluate,
     layer_mask,
+    layer_pairs,
+    layers_mask,
     order_by,
     score_predictions,
     strategy_mask,
@@ -117,3 +119,15 @@ def test_mask_changes_metric_and_curve_shape():
     assert r["n_seeds"] == 3 and r["std"][0] == 0.0
     lay = curve(model, batches, ["A", "B", "C"], kind="token", strategy="layers")
     assert lay["labels"] == ["bottom", "middle", "top"]
+
+
+@pytest.mark.parametrize("n", range(5, 25))
+def test_layer_pairs_use_the_same_layers_in_both_arms(n):
+    pairs = layer_pairs(n)
+    adjacent = [pairs["adjacent low"], pairs["adjacent high"]]
+    apart = [pairs["apart outer"], pairs["apart inner"]]
+    assert all(b - a == 1 for a, b in adjacent) and all(abs(b - a) >= 2 for a, b in apart)
+    assert sorted(sum(adjacent, ())) == sorted(sum(apart, ())) and len(set(sum(adjacent, ()))) == 4
+    assert all(0 <= layer < n for pair in pairs.values() for layer in pair)
+    mask = layers_mask((n, 4), pairs["apart inner"])
+    assert mask.sum() == 4 * (n - 2) and not mask[pairs["apart inner"][0]].any()

@@ -112,6 +112,11 @@ def test_refinetune_controls_layers_and_seeds(tiny_cache, monkeypatch):
     order = np.argsort(study.importance(ranking), axis=None, kind="stable")
     assert {tuple(int(v) for v in np.unravel_index(i, shape)) for i in order[-3:]} == top
     assert len(refinetune_parts(study, rnd)[1].finetune.pruned) == 3
+    # random heads are drawn anew per training seed (the first seed's draw is the one-seed draw: its keys hold)
+    draws = [p.finetune.pruned for p in refinetune_parts(study, rnd.replace(seeds=(1, 2, 3))) if p.label == "3"]
+    assert len(set(draws)) == 3 and draws[0] == refinetune_parts(study, rnd)[1].finetune.pruned
+    with pytest.raises(ValueError, match="layer pairs need at least 5 layers.*the model has 3"):
+        refinetune_parts(study, imp.replace(strategy="layer_pairs", ranking=None))
     layers = RefinetuneConfig(finetune=ft, strategy="layers", seeds=(1, 2), max_sentences=30)
     parts = refinetune_parts(study, layers)
     assert [(p.label, p.seed) for p in parts] == [(lab, s) for lab in ("0", "bottom", "middle", "top") for s in (1, 2)]
@@ -169,6 +174,10 @@ def test_plan_refinetune_experiments_expand_with_their_options(tiny_cache, monke
     assert imp.points() == [("0", 0), ("2", 2)] and imp.eval_langs == ("en", "de")
     assert rnd.ranking is None and rnd.levels == (3, 6) and rnd.random_seed == 3  # 25% and 50% of 12 heads
     assert rnd.finetune == study.finetune_config("pos", ("en",), **plan.train)
+    only_en = plan_jobs(study, replace(plan, refinetune=({"tasks": ["pos"], "langs": ["en"], "levels": [2]},)))
+    assert [j.cfg.eval_langs for j in only_en if j.cfg.kind == "refinetune"] == [("en",), ("en",)]  # cross, multi
+    with pytest.raises(ValueError, match=r"refinetune\[0\]: langs must be a list of the plan's langs"):
+        StudyPlan.from_dict({**plan.to_dict(), "refinetune": [{"langs": ["xx"]}]})
     with pytest.raises(ValueError, match=r"refinetune\[0\]: tasks must be a list of the plan's tasks"):
         StudyPlan.from_dict({**plan.to_dict(), "refinetune": [{"tasks": ["ner"]}]})
     with pytest.raises(ValueError, match="refinetune prunes up to 99 heads; the model has 12"):
