@@ -35,6 +35,10 @@ GRADTS_METHODS: tuple[str, ...] = get_args(GradTSMethod)
 """Head maps GradTS correlates (its own kv_grad, or the gate gradient)."""
 NORMALIZATIONS: tuple[str, ...] = get_args(Normalize)
 SPLITS: tuple[str, ...] = get_args(Split)
+HELDOUT = "heldout"
+"""A split to evaluate on, beside the corpus splits: every sentence outside the validation split (test, then
+train), for a language a cross-lingual model never trained on (its training sentences are unused there)."""
+EVAL_SPLITS: tuple[str, ...] = (*SPLITS, HELDOUT)
 LAYER_PARTS: tuple[str, ...] = get_args(LayerPart)
 LAYER_PAIRS: tuple[str, ...] = get_args(LayerPair)
 """The layer pairs a ``layer_pairs`` re-fine-tuning removes (:func:`headprune_core.methods.evaluate.layer_pairs`)."""

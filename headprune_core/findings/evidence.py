@@ -138,13 +138,20 @@ class Evidence:
         found = self.get(job.cfg) if job else None
         return job, (found["curve"] if found else None)
 
-    def score_map(self, task: str, lang: str) -> tuple[Job | None, np.ndarray | None]:
-        """The layer-normalised head map of (task, lang) from the plan's scores."""
-        job = self.find("score", task=task, lang=lang)
-        found = self.get(job.cfg) if job else None
-        if found is None:
-            return job, None
-        return job, normalise(np.asarray(found["raw"], dtype=np.float64), normalize="layer_sum")
+    def score_maps(self, task: str, lang: str) -> tuple[list[Job], dict[int, np.ndarray]]:
+        """The layer-normalised head maps of (task, lang) from the plan's cross-lingual scores, one per training
+        seed of the fine-tune (the plan's ``ranking_seeds``), and the jobs of those not cached."""
+        missing, maps = [], {}
+        for j in self.jobs:
+            cfg = j.cfg
+            if cfg.kind != "score" or cfg.task != task or cfg.lang != lang or cfg.finetune.setting != "cross":
+                continue
+            found = self.get(cfg)
+            if found is None:
+                missing.append(j)
+            else:
+                maps[cfg.finetune.seed] = normalise(np.asarray(found["raw"], dtype=np.float64), normalize="layer_sum")
+        return missing, maps
 
     # --- GradTS -----------------------------------------------------------------------------------------------
     def gradts(self) -> tuple[Job | None, dict | None, GradTS | None]:

@@ -126,15 +126,26 @@ GRADTS_PRESETS: dict[str, GradTSPlan] = {
         description="The Findings page's GradTS check, cut to fit its time budget: 5 task units (POS and NAME, a "
                     "PROXY for NER, in English and Spanish; English sentence polarity), primary name/es, "
                     "kv_grad maps, Kendall tau, thres 0.6, trial (up to 2), fg, the bandit (30 rounds), all, "
-                    "random (2 draws); one training seed.",
+                    "random (3 draws); 3 training seeds.",
         units=("pos/en", "name/en", "pos/es", "name/es", "polarity-en/en"),
         primaries=("name/es",),
-        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=2, train_seeds=(13,),
-        random_seeds=(0, 1), bandit={"rounds": 30},
+        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=2, train_seeds=(13, 14, 15),
+        random_seeds=(0, 1, 2), bandit={"rounds": 30},
         note=("Subsampled to fit the Findings preset's time budget: 200 training sentences per unit, 1 epoch, "
               "batch 8, lr 2e-4 (classifiers 5e-3), 150 sentences for scoring, at most 200 for dev and test "
-              "(name/es has 100 of each); GradTS-trial tries at most 2 auxiliary tasks, one training seed, the "
+              "(name/es has 100 of each); GradTS-trial tries at most 2 auxiliary tasks, 3 training seeds, the "
               "bandit 30 rounds. Differences of a few points are within noise at this size."),
+    ),
+    "gradts-findings-full": GradTSPlan(
+        name="gradts-findings-full",
+        description="The Findings page's GradTS check at full size (findings-full, for a GPU or a cluster): the "
+                    "same 5 task units, every training sentence, 3 epochs, trial without a cap, the bandit 200 "
+                    "rounds, 5 training seeds, 5 random draws.",
+        units=("pos/en", "name/en", "pos/es", "name/es", "polarity-en/en"),
+        primaries=("name/es",),
+        train={"max_train_sentences": None, "epochs": 3.0}, score_sentences=1000, eval_sentences=None,
+        max_trial=None, train_seeds=(13, 14, 15, 16, 17), random_seeds=(0, 1, 2, 3, 4), bandit={"rounds": 200},
+        note="Full size: every training sentence of each unit, 3 epochs, 5 training seeds.",
     ),
     "gradts-glue": GradTSPlan(
         name="gradts-glue",

@@ -63,6 +63,9 @@ class StudyPlan:
     # GradTS plans whose single-task head maps (each unit's fine-tune and scores: the task affinity matrix) are
     # computed with this plan, for its model, without their multi-task validation
     affinity: tuple = ()
+    # more training seeds of each task's fine-tune (the cross setting's) whose head scores are computed in every
+    # language: how alike one language's rankings are from run to run (Findings card c)
+    ranking_seeds: tuple[int, ...] = ()
 
     def __post_init__(self):
         check_name(self.name, "plan name")
@@ -93,6 +96,9 @@ class StudyPlan:
         if not isinstance(self.random_seeds, tuple) or not self.random_seeds or \
                 not all(isinstance(v, int) and not isinstance(v, bool) for v in self.random_seeds):
             raise ValueError(f"{where}: random_seeds must be a non-empty list of integers, got {self.random_seeds!r}")
+        if not isinstance(self.ranking_seeds, tuple) or len(set(self.ranking_seeds)) != len(self.ranking_seeds) or \
+                not all(isinstance(v, int) and not isinstance(v, bool) for v in self.ranking_seeds):
+            raise ValueError(f"{where}: ranking_seeds must be a list of distinct integers, got {self.ranking_seeds!r}")
         check_train_options(self.train, where)
         FinetuneConfig(model=self.model, tasks=self.tasks, train_langs=self.source_langs, **self.train)
         if not isinstance(self.prune_levels, tuple) or not all(
@@ -131,6 +137,11 @@ class StudyPlan:
             out.append(gplan)
         return out
 
+    def experiment_settings(self) -> tuple[str, ...]:
+        """Settings only re-fine-tuning experiments run in (not one of the plan's ``settings``)."""
+        named = [s for exp in self.refinetune for s in exp.get("settings", ())]
+        return tuple(s for s in SETTINGS if s in named and s not in self.settings)
+
     def check_experiment(self, exp: dict, where: str) -> None:
         """Raise naming ``where`` if ``exp`` is not a valid re-fine-tuning experiment of this plan."""
         unknown = sorted(set(exp) - set(REFINETUNE_OPTIONS))
@@ -138,7 +149,7 @@ class StudyPlan:
             raise ValueError(f"{where}: unknown refinetune options {unknown}; known: {list(REFINETUNE_OPTIONS)}")
         for name in ("tasks", "settings", "langs"):
             value = exp.get(name, ())
-            known = {"tasks": self.tasks, "settings": self.settings, "langs": self.langs}[name]
+            known = {"tasks": self.tasks, "settings": SETTINGS, "langs": self.langs}[name]
             if not isinstance(value, (list, tuple)) or any(v not in known for v in value):
                 raise ValueError(f"{where}: {name} must be a list of the plan's {name} ({', '.join(known)}), "
                                  f"got {value!r}")
@@ -232,11 +243,13 @@ class StudyPlan:
 
 REFINETUNE_OPTIONS = {"strategy": "importance", "max_k": 12, "levels": (), "shares": (), "seeds": (),
                       "random_seed": 0, "max_sentences": None, "normalize": "layer_sum", "tasks": (),
-                      "settings": (), "langs": (), "train": {}}
+                      "settings": (), "langs": (), "target_split": "test", "target_sentences": None, "train": {}}
 """A re-fine-tuning experiment's options and their defaults: ``strategy`` (importance, reverse, random,
 layers, layer_pairs); the levels are ``levels`` (numbers of heads) and ``shares`` (of all heads), or 0..``max_k``
 when both are empty; ``seeds`` are training seeds (empty: the plan's; random heads are drawn anew per seed);
-``tasks`` and ``settings`` restrict it, ``langs`` its test languages (empty: all of the plan's); ``train`` overrides the plan's fine-tuning options for these runs (the unpruned model they are
+``tasks`` and ``settings`` restrict it, ``langs`` its test languages (empty: all of the plan's);
+``target_split`` ``heldout`` tests the languages it did not train on with every sentence outside their dev split
+(at most ``target_sentences``; None: ``max_sentences``); ``train`` overrides the plan's fine-tuning options for these runs (the unpruned model they are
 compared with, and ranked by, is trained the same way); ``max_sentences`` None: the plan's eval_sentences."""
 
 
@@ -247,6 +260,9 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
     for setting in plan.settings:
         for task in plan.tasks:
             jobs += _task_jobs(study, plan, task, setting)
+    for setting in plan.experiment_settings():
+        for task in plan.tasks:
+            jobs += _experiment_jobs(study, plan, task, setting)
     return jobs + _gradts_jobs(study, plan, seen={j.cfg.key() for j in jobs})
 
 
@@ -262,6 +278,15 @@ def _task_jobs(study: Study, plan: StudyPlan, task: str, setting: str) -> list[J
         jobs.append(Job(f"score heads {task}/{lang}", sc, lambda sc=sc: study.scores(sc)))
         ec = study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences)
         jobs.append(Job(f"evaluate {task}/{lang}", ec, lambda ec=ec: study.evaluation(ec)))
+    for seed in plan.ranking_seeds if setting == "cross" else ():
+        ft_s = study.reseeded(ft, seed)
+        if ft_s == ft:
+            continue
+        jobs.append(Job(f"fine-tune {task} ({setting}, {'+'.join(ft.train_langs)}, seed {seed})", ft_s,
+                        lambda ft_s=ft_s: study.finetuned(ft_s)))
+        for lang in langs:
+            sc = study.score_config(ft_s, task, lang, method=plan.method, max_sentences=plan.score_sentences)
+            jobs.append(Job(f"score heads {task}/{lang} (seed {seed})", sc, lambda sc=sc: study.scores(sc)))
     for lang in langs:
         extra = ("random", "reverse", "layers") if lang in train_langs[:1] else ()
         strategies = plan.strategies + tuple(x for x in extra if x not in plan.strategies)
@@ -274,7 +299,16 @@ def _task_jobs(study: Study, plan: StudyPlan, task: str, setting: str) -> list[J
                                     steps=plan.curve_steps(study.head_shape), max_sentences=plan.eval_sentences,
                                     seeds=plan.random_seeds if strategy == "random" else (0,))
             jobs.append(Job(f"curve {strategy} {task}/{lang}", cc, lambda cc=cc: study.curve(cc)))
+    return jobs + _experiment_jobs(study, plan, task, setting)
+
+
+def _experiment_jobs(study: Study, plan: StudyPlan, task: str, setting: str) -> list[Job]:
+    """The plan's re-fine-tuning experiments of one task in one setting (a setting of an experiment's own, such
+    as Ma et al.'s multilingual one, needs none of the plan's other jobs in it)."""
+    langs = list(plan.task_langs(task))
+    train_langs = plan.source_langs if setting == "cross" else tuple(langs)
     total = study.head_shape[0] * study.head_shape[1]
+    jobs: list[Job] = []
     for exp in plan.refinetune:
         if exp.get("tasks") and task not in exp["tasks"] or exp.get("settings") and setting not in exp["settings"]:
             continue

@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from headprune_core.base.choices import (
+    EVAL_SPLITS,
     GRADTS_METHODS,
+    HELDOUT,
     LAYER_PAIRS,
     METHODS,
     NORMALIZATIONS,
     RETRAIN_STRATEGIES,
     SAMPLINGS,
     SETTINGS,
-    SPLITS,
     STRATEGIES,
     check_choice,
 )
@@ -145,7 +146,7 @@ def _count(value, what: str, *, optional: bool = True) -> None:
 
 
 def _check_eval_fields(cfg) -> None:
-    check_choice(cfg.split, SPLITS, "split")
+    check_choice(cfg.split, EVAL_SPLITS, "split")
     _count(cfg.max_sentences, "max_sentences")
     _require(isinstance(cfg.max_length, int) and cfg.max_length >= 8,
              f"max_length must be at least 8 tokens, got {cfg.max_length!r}")
@@ -486,6 +487,11 @@ class RefinetuneConfig(RunConfig):
     levels: tuple[int, ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)  # numbers of heads; 0 added
     seeds: tuple[int, ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)  # training seeds; (): finetune's
     random_seed: int = dataclasses.field(default=0, metadata=OMIT_DEFAULT)  # which heads ``random`` draws
+    # what languages the model did not train on are tested on: ``heldout`` = every sentence outside their dev
+    # split (their training sentences are unused in the cross-lingual setting), at most ``target_sentences``
+    # (None: ``max_sentences``)
+    target_split: str = dataclasses.field(default="test", metadata=OMIT_DEFAULT)
+    target_sentences: int | None = dataclasses.field(default=None, metadata=OMIT_DEFAULT)
 
     def __post_init__(self):
         check_choice(self.normalize, NORMALIZATIONS, "normalisation")
@@ -499,6 +505,8 @@ class RefinetuneConfig(RunConfig):
                  and len(set(self.seeds)) == len(self.seeds), f"seeds must be distinct integers, got {self.seeds!r}")
         _require(isinstance(self.random_seed, int), f"random_seed must be an integer, got {self.random_seed!r}")
         _count(self.max_sentences, "max_sentences")
+        check_choice(self.target_split, ("test", HELDOUT), "target split")
+        _count(self.target_sentences, "target_sentences")
 
     def points(self) -> list[tuple[str, int | str]]:
         """(label, what to prune) per level: ``("0", 0)`` first, then ``(str(k), k)`` or the layer thirds."""

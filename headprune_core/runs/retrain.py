@@ -67,10 +67,18 @@ def refinetune_parts(study: "Study", rc: RefinetuneConfig) -> list[RefinetunePar
             pruned = tuple((int(a), int(b)) for a, b in zip(*np.where(mask.numpy() == 0)))
             ft = replace(study.reseeded(rc.finetune, seed), pruned=pruned)
             dev = study.eval_config(ft, task, dev_lang, split="validation", max_sentences=rc.max_sentences)
-            tests = {lang: study.eval_config(ft, task, lang, max_sentences=rc.max_sentences)
-                     for lang in rc.eval_langs or (dev_lang,)}
+            tests = {lang: _test_config(study, rc, ft, task, lang) for lang in rc.eval_langs or (dev_lang,)}
             parts.append(RefinetunePart(label, len(pruned), seed, ft, dev, tests))
     return parts
+
+
+def _test_config(study: "Study", rc: RefinetuneConfig, ft: FinetuneConfig, task: str, lang: str) -> EvalConfig:
+    """The test of ``lang``: its test split, or for a language the model did not train on, ``rc.target_split``
+    (``heldout``: every sentence outside its dev split) capped at ``rc.target_sentences``."""
+    if lang in ft.train_langs or rc.target_split == "test":
+        return study.eval_config(ft, task, lang, max_sentences=rc.max_sentences)
+    return study.eval_config(ft, task, lang, split=rc.target_split,
+                             max_sentences=rc.target_sentences or rc.max_sentences)
 
 
 def assemble(rc: RefinetuneConfig, results: list) -> dict:

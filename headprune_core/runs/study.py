@@ -23,6 +23,7 @@ import torch
 from datasets import concatenate_datasets
 
 from headprune_core.base.artifacts import Weights
+from headprune_core.base.choices import HELDOUT
 from headprune_core.base.defaults import DEFAULT_MODEL
 from headprune_core.base.specs import canonical_json
 from headprune_core.data import tokenize_sentence_task, tokenize_token_task
@@ -95,6 +96,7 @@ class Study:
         self._data: dict[tuple[str, str], Any] = {}
         self._rows: dict[tuple[str, str, str], list[bytes]] = {}
         self._tokenized: dict[tuple[str, str, str, int], tuple[Any, dict]] = {}
+        self._heldout: dict[tuple[str, str, str], Any] = {}
         self._models: dict[str, HeadedEncoder] = {}
         self._model_fp: str | None = None
         self._shape: tuple[int, int] | None = None
@@ -152,6 +154,10 @@ class Study:
 
     def _split(self, task: str, lang: str, split: str):
         d = self.data(task, lang)
+        if split == HELDOUT and "test" in d.dataset and "train" in d.dataset:
+            if (task, lang, HELDOUT) not in self._heldout:  # test first: a cap keeps a sample of both
+                self._heldout[(task, lang, HELDOUT)] = concatenate_datasets([d.dataset["test"], d.dataset["train"]])
+            return self._heldout[(task, lang, HELDOUT)]
         if split not in d.dataset:
             raise ValueError(f"{task}/{lang} has no split {split!r}; it has: {', '.join(d.dataset)}")
         return d.dataset[split]

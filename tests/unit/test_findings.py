@@ -38,7 +38,10 @@ def small_findings(tiny_cache, tmp_path, monkeypatch):
                                  {"tasks": ["pos"], "strategy": "layers", "seeds": [1, 2], "train": retrain},
                                  {"tasks": ["pos"], "shares": [0.25, 0.5], "seeds": [1, 2], "train": retrain},
                                  {"tasks": ["pos"], "strategy": "random", "shares": [0.25, 0.5], "seeds": [1, 2],
+                                  "train": retrain},
+                                 {"tasks": ["pos"], "settings": ["multi"], "levels": [1], "seeds": [1, 2],
                                   "train": retrain}),
+                     ranking_seeds=(14,),
                      gradts=(str(tmp_path / "g.json"),))
     return Study(model, store=Store(tmp_path / "runs"), progress=False), plan
 
@@ -55,9 +58,9 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     found = Findings(study, plan)
     assert not found.missing()
     cards = {c.key: c for c in found.cards()}
-    # what this small plan cannot give, its cards say: no multilingual re-fine-tuning, no layer pairs, no SVO
-    # target or Turkish (en, de only), two distinct GradTS tasks
-    needs = {"a2": "multi setting", "i": "layer_pairs", "d": "Turkish", "g": "at least 3 distinct tasks"}
+    # what this small plan cannot give, its cards say: no layer pairs (3 layers), no SVO target or Turkish (en,
+    # de only), two distinct GradTS tasks
+    needs = {"i": "layer_pairs", "d": "Turkish", "g": "at least 3 distinct tasks"}
     for key, text in needs.items():
         assert cards[key].verdict == MISSING and text in cards[key].missing[0], key
     for key, c in cards.items():
@@ -78,6 +81,12 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     by_hand = [metric_of(ex.units(ex.best(s), s, "de")) - metric_of(ex.units("0", s, "de")) for s in ex.seeds]
     assert cards["a1"].estimates[""].runs == pytest.approx(tuple(by_hand))
     assert {r["language"] for r in cards["a1"].rows} == {"en (source)", "de"}
+    # (a2): the multilingual experiment runs without the plan's other jobs in that setting
+    assert found.retrain("importance", setting="multi").langs == ["en", "de"]
+    assert not [j for j in found.jobs if j.cfg.kind == "curve" and j.cfg.finetune.setting == "multi"]
+    # (c): two training seeds of the rankings (13 and the plan's ranking seed 14), and the ceiling between them
+    assert [r["training seed"] for r in cards["c"].rows] == [13, 14] and cards["c"].estimates[""].n_runs == 2
+    assert cards["c"].numbers["within_language_across_seeds"] is not None
     # (e2): two parts, middle - bottom and middle - top, on the source language
     assert set(cards["e2"].estimates) == {"middle - bottom", "middle - top"}
     # (f4): time saved per training seed against the bandit

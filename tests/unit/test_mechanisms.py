@@ -77,7 +77,7 @@ def test_plans_are_found_one_way_by_name_file_or_object(tmp_path, monkeypatch):
     plans, problems = available_plans()
     assert list(plans)[:2] == ["demo", "findings"] and plans["demo"] is PRESETS["demo"]
     assert "demo (demo.json)" in plans and "mine" in plans and not problems
-    with pytest.raises(ValueError, match="unknown study plan 'nope'; known: demo, findings, demo, mine"):
+    with pytest.raises(ValueError, match="unknown study plan 'nope'; known: demo, findings, findings-full, demo, mine"):
         find_plan("nope")
     gplans, _ = available_gradts_plans()
     assert list(gplans) == list(GRADTS_PRESETS)
@@ -90,7 +90,7 @@ def test_gradts_options_are_declared_once_for_plans_and_configs():
     assert plan_only == {"name", "description", "model", "train", "bandit", "sources", "note"}
     assert config_only == {"model", "train", "bandit", "model_fp", "data_fp"}
     plan = GRADTS_PRESETS["gradts-findings"]
-    assert plan.options()["max_trial"] == 2 and plan.options()["train_seeds"] == (13,)
+    assert plan.options()["max_trial"] == 2 and plan.options()["train_seeds"] == (13, 14, 15)
     with pytest.raises(ValueError, match="plan 'x': the tau threshold must be in"):  # checked by the plan too
         dataclasses.replace(plan, name="x", threshold=2.0)
 

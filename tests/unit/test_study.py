@@ -131,6 +131,17 @@ def test_refinetune_controls_layers_and_seeds(tiny_cache, monkeypatch):
     assert res["levels"] == ["0", "bottom", "middle", "top"] and res["k"] == [0, third * shape[1]] + [third * shape[1]] * 2
     assert res["seeds"] == [1, 2] and set(res["best"]) == {"1", "2"}
     assert len(res["dev"]["top"]["per_seed"]) == 2
+    # languages the model never trained on can be tested on every sentence outside their dev split
+    held = layers.replace(eval_langs=("en", "de"), target_split="heldout", target_sentences=70, seeds=(1,))
+    tests = refinetune_parts(study, held)[0].tests
+    assert (tests["en"].split, tests["en"].max_sentences) == ("test", 30)  # the source: its test split
+    size = study.split_size("pos", "de", "test") + study.split_size("pos", "de", "train")
+    assert tests["de"].split == "heldout" and tests["de"].max_sentences == min(70, size) > 30
+    assert len(study.evaluation(tests["de"])["units"]["total"]) == tests["de"].max_sentences
+    assert held.replace(target_split="test", target_sentences=None).key() == \
+        layers.replace(eval_langs=("en", "de"), seeds=(1,)).key()  # the defaults leave keys as they were
+    with pytest.raises(ValueError, match="unknown target split 'dev'"):
+        held.replace(target_split="dev")
     with pytest.raises(ValueError, match="needs a ranking"):
         RefinetuneConfig(finetune=ft, strategy="reverse")
     with pytest.raises(ValueError, match="cannot prune 999 heads"):
