@@ -3,8 +3,8 @@
 # compute what the pages open on (the demo study's fine-tunes, head scores and evaluations, and the task affinity
 # maps of the GradTS demo's 8 units: sweeps/demo-first.json), start the app, and compute the demo's pruning curves
 # behind it (sweeps/demo.json; the Overview and Runs pages show its progress, each curve shows as it lands).
-# Measured from a fresh clone on 2 shared CPU cores: the dashboard answered after 557 s (the 50 jobs 414 s), the
-# curves were done 265 s later; seconds when cached.
+# Measured from a fresh clone on 2 shared CPU cores: the dashboard answered after 484 s (the 50 jobs 367 s), the
+# curves were done about 265 s later; seconds when cached.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
