@@ -133,6 +133,22 @@ class Evidence:
         return job.what
 
     # --- curves and head maps -------------------------------------------------------------------------------
+    def curves(self, task: str, lang: str, strategy: str) -> tuple[list[Job], dict[int, dict]]:
+        """The plan's cross-lingual curves of (task, lang, strategy), one per training seed of the fine-tune, and
+        the jobs of those not cached."""
+        missing, out = [], {}
+        for j in self.jobs:
+            cfg = j.cfg
+            if cfg.kind != "curve" or (cfg.task, cfg.lang, cfg.strategy) != (task, lang, strategy) or \
+                    cfg.finetune.setting != "cross":
+                continue
+            found = self.get(cfg)
+            if found is None:
+                missing.append(j)
+            else:
+                out[cfg.finetune.seed] = found["curve"]
+        return missing, dict(sorted(out.items()))
+
     def curve(self, task: str, lang: str, strategy: str) -> tuple[Job | None, dict | None]:
         job = self.find("curve", task=task, lang=lang, strategy=strategy)
         found = self.get(job.cfg) if job else None
@@ -151,7 +167,7 @@ class Evidence:
                 missing.append(j)
             else:
                 maps[cfg.finetune.seed] = normalise(np.asarray(found["raw"], dtype=np.float64), normalize="layer_sum")
-        return missing, maps
+        return missing, dict(sorted(maps.items()))
 
     # --- GradTS -----------------------------------------------------------------------------------------------
     def gradts(self) -> tuple[Job | None, dict | None, GradTS | None]:

@@ -64,7 +64,8 @@ class StudyPlan:
     # computed with this plan, for its model, without their multi-task validation
     affinity: tuple = ()
     # more training seeds of each task's fine-tune (the cross setting's) whose head scores are computed in every
-    # language: how alike one language's rankings are from run to run (Findings card c)
+    # language, and the source language's importance curve: how alike one language's rankings are from run to
+    # run (Findings card c), and masking replicated over training runs (card b1)
     ranking_seeds: tuple[int, ...] = ()
 
     def __post_init__(self):
@@ -287,6 +288,12 @@ def _task_jobs(study: Study, plan: StudyPlan, task: str, setting: str) -> list[J
         for lang in langs:
             sc = study.score_config(ft_s, task, lang, method=plan.method, max_sentences=plan.score_sentences)
             jobs.append(Job(f"score heads {task}/{lang} (seed {seed})", sc, lambda sc=sc: study.scores(sc)))
+        # the source language's importance curve of this run too (masking without retraining, Findings card b1)
+        cc = study.curve_config(ft_s, task, train_langs[0], strategy="importance", method=plan.method,
+                                ranking_lang=train_langs[0], score_sentences=plan.score_sentences,
+                                step=plan.step_for(train_langs[0], setting=setting, train_langs=train_langs),
+                                steps=plan.curve_steps(study.head_shape), max_sentences=plan.eval_sentences)
+        jobs.append(Job(f"curve importance {task}/{train_langs[0]} (seed {seed})", cc, lambda cc=cc: study.curve(cc)))
     for lang in langs:
         extra = ("random", "reverse", "layers") if lang in train_langs[:1] else ()
         strategies = plan.strategies + tuple(x for x in extra if x not in plan.strategies)

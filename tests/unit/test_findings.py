@@ -84,6 +84,8 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     # (a2): the multilingual experiment runs without the plan's other jobs in that setting
     assert found.retrain("importance", setting="multi").langs == ["en", "de"]
     assert not [j for j in found.jobs if j.cfg.kind == "curve" and j.cfg.finetune.setting == "multi"]
+    # (b1): masking replicated over the fine-tuning runs (seed 13 and the ranking seed 14)
+    assert [r["fine-tuning seed"] for r in cards["b1"].rows] == [13, 14] and cards["b1"].estimates[""].n_runs == 2
     # (c): two training seeds of the rankings (13 and the plan's ranking seed 14), and the ceiling between them
     assert [r["training seed"] for r in cards["c"].rows] == [13, 14] and cards["c"].estimates[""].n_runs == 2
     assert cards["c"].numbers["within_language_across_seeds"] is not None
