@@ -154,13 +154,15 @@ class Evidence:
         found = self.get(job.cfg) if job else None
         return job, (found["curve"] if found else None)
 
-    def score_maps(self, task: str, lang: str) -> tuple[list[Job], dict[int, np.ndarray]]:
+    def score_maps(self, task: str, lang: str, *, half: int = 0) -> tuple[list[Job], dict[int, np.ndarray]]:
         """The layer-normalised head maps of (task, lang) from the plan's cross-lingual scores, one per training
-        seed of the fine-tune (the plan's ``ranking_seeds``), and the jobs of those not cached."""
+        seed of the fine-tune (the plan's ``ranking_seeds``), and the jobs of those not cached; ``half`` 1 or 2:
+        the maps of one half of the dev sentences."""
         missing, maps = [], {}
         for j in self.jobs:
             cfg = j.cfg
-            if cfg.kind != "score" or cfg.task != task or cfg.lang != lang or cfg.finetune.setting != "cross":
+            if cfg.kind != "score" or cfg.task != task or cfg.lang != lang or cfg.finetune.setting != "cross" \
+                    or cfg.half != half:
                 continue
             found = self.get(cfg)
             if found is None:

@@ -65,7 +65,8 @@ class StudyPlan:
     affinity: tuple = ()
     # more training seeds of each task's fine-tune (the cross setting's) whose head scores are computed in every
     # language, and the source language's importance curve: how alike one language's rankings are from run to
-    # run (Findings card c), and masking replicated over training runs (card b1)
+    # run and from one half of its dev sentences to the other (Findings card c), and masking replicated over
+    # training runs (card b1)
     ranking_seeds: tuple[int, ...] = ()
 
     def __post_init__(self):
@@ -279,6 +280,11 @@ def _task_jobs(study: Study, plan: StudyPlan, task: str, setting: str) -> list[J
         jobs.append(Job(f"score heads {task}/{lang}", sc, lambda sc=sc: study.scores(sc)))
         ec = study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences)
         jobs.append(Job(f"evaluate {task}/{lang}", ec, lambda ec=ec: study.evaluation(ec)))
+    for lang in langs if plan.ranking_seeds and setting == "cross" else ():
+        for half in (1, 2):  # split-half reliability of each language's ranking (Findings card c)
+            sc = study.score_config(ft, task, lang, method=plan.method, max_sentences=plan.score_sentences,
+                                    half=half)
+            jobs.append(Job(f"score heads {task}/{lang} (dev half {half})", sc, lambda sc=sc: study.scores(sc)))
     for seed in plan.ranking_seeds if setting == "cross" else ():
         ft_s = study.reseeded(ft, seed)
         if ft_s == ft:

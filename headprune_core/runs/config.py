@@ -282,10 +282,13 @@ class ScoreConfig(RunConfig):
     max_length: int = MAX_LENGTH
     seed: int = 0  # only the random method reads it
     data_fp: str = ""
+    # 1 or 2: only the first or second half of the sentences read (alternate rows), for split-half reliability
+    half: int = dataclasses.field(default=0, metadata=OMIT_DEFAULT)
 
     def __post_init__(self):
         check_choice(self.method, METHODS, "importance method")
         _check_eval_fields(self)
+        _require(self.half in (0, 1, 2), f"half must be 0 (all), 1 or 2, got {self.half!r}")
 
 
 @dataclass(frozen=True)

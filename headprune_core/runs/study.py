@@ -192,10 +192,14 @@ class Study:
         return self._tokenized[key]
 
     def eval_batches(self, task: str, lang: str, split: str, limit: int | None, *, max_length: int,
-                     batch_size: int = 32):
+                     batch_size: int = 32, half: int = 0):
+        """Batches of the ``limit`` sentences a run reads (``half`` 1 or 2: every other one of them)."""
         ds, _ = self.tokenized(task, lang, split, max_length)
         pad = self.loaded.tokenizer.pad_token_id or 0
-        return batches(subset(ds, limit), batch_size=batch_size, pad_id=pad)
+        ds = subset(ds, limit)
+        if half:
+            ds = ds.select(range(half - 1, len(ds), 2))
+        return batches(ds, batch_size=batch_size, pad_id=pad)
 
     # --- configurations ------------------------------------------------------------------------------------
     def finetune_config(self, tasks: tuple[str, ...] | str, train_langs: tuple[str, ...] | str = ("en",), *,
@@ -244,10 +248,15 @@ class Study:
 
     def score_config(self, ft: FinetuneConfig, task: str, lang: str, *, method: str = "gate_grad",
                      split: str = "validation", max_sentences: int | None = 300, max_length: int | None = None,
-                     seed: int = 0) -> ScoreConfig:
+                     seed: int = 0, half: int = 0) -> ScoreConfig:
+        """A scoring config; ``half`` 1 or 2 scores every other one of the sentences read (first or second
+        half, for split-half reliability)."""
+        read = self._read(ft, task, lang, split, max_sentences, max_length)
+        if half:
+            rows = subset_indices(self.split_size(split_unit(task)[0], lang, split), read["max_sentences"])
+            read["data_fp"] = self.read_fp(split_unit(task)[0], lang, split, None, rows=tuple(rows[half - 1::2]))
         return ScoreConfig(finetune=ft, task=task, lang=lang, method=method,
-                           seed=seed if method == "random" else 0,
-                           **self._read(ft, task, lang, split, max_sentences, max_length))
+                           seed=seed if method == "random" else 0, half=half, **read)
 
     def curve_config(self, ft: FinetuneConfig, task: str, lang: str, *, strategy: str = "importance",
                      ranking_lang: str | None = None, method: str = "gate_grad", score_sentences: int = 300,
@@ -425,7 +434,7 @@ class Study:
         def compute():
             model = self.finetuned(sc.finetune)
             data = self.eval_batches(split_unit(sc.task)[0], sc.lang, sc.split, sc.max_sentences,
-                                     max_length=sc.max_length, batch_size=16)
+                                     max_length=sc.max_length, batch_size=16, half=sc.half)
             self._report(f"scoring heads: {sc.task}/{sc.lang}", 0, len(data))
             imp = score_heads(model, _with_task(data, sc.task, model), method=sc.method, seed=sc.seed,
                               progress=self.progress,

@@ -36,7 +36,7 @@ def test_plan_keys_are_the_recorded_ones(study, preset):
         assert len(keys) == 72  # 10 fine-tunes, 24 scores, 16 evaluations, 22 curves
     else:  # the findings preset extends the demo: its jobs keep their keys (its curves are denser, 3 random draws)
         demo = {k: v for k, v in RECORDED["demo"].items() if not k.startswith("curve")}
-        assert demo.items() <= keys.items() and len(keys) == 121
+        assert demo.items() <= keys.items() and len(keys) == 153
 
 
 @pytest.mark.parametrize("preset", ["gradts-demo", "gradts-findings"])

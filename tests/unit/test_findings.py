@@ -89,6 +89,7 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     # (c): two training seeds of the rankings (13 and the plan's ranking seed 14), and the ceiling between them
     assert [r["training seed"] for r in cards["c"].rows] == [13, 14] and cards["c"].estimates[""].n_runs == 2
     assert cards["c"].numbers["within_language_across_seeds"] is not None
+    assert -1 <= cards["c"].numbers["within_language_split_half"] <= 1  # two halves of each dev set
     # (e2): two parts, middle - bottom and middle - top, on the source language
     assert set(cards["e2"].estimates) == {"middle - bottom", "middle - top"}
     # (f4): time saved per training seed against the bandit

@@ -148,6 +148,22 @@ def test_refinetune_controls_layers_and_seeds(tiny_cache, monkeypatch):
         refinetune_parts(study, rnd.replace(levels=(999,)))
 
 
+def test_split_half_scores_read_every_other_sentence(tiny_cache, monkeypatch):
+    root, model = tiny_cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    study = Study(model, progress=False)
+    ft = study.finetune_config("pos", ("en",), max_train_sentences=40, epochs=1.0, lr=1e-3)
+    whole, first, second = (study.score_config(ft, "pos", "de", max_sentences=20, half=h) for h in (0, 1, 2))
+    assert len({whole.data_fp, first.data_fp, second.data_fp}) == 3 and whole.key() != first.key()
+    assert whole == study.score_config(ft, "pos", "de", max_sentences=20)  # half 0 keys as before
+    read = min(20, study.split_size("pos", "de", "validation"))
+    assert sum(len(b["input_ids"]) for b in study.eval_batches("pos", "de", "validation", 20, max_length=64,
+                                                               half=2)) == read // 2
+    assert study.scores(first)["raw"].shape == study.head_shape
+    with pytest.raises(ValueError, match="half must be 0 \\(all\\), 1 or 2, got 3"):
+        first.replace(half=3)
+
+
 def test_units_and_errors(tiny_cache, monkeypatch):
     root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
