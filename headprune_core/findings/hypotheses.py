@@ -146,8 +146,8 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
         claim="Budhraja et al. 2020 (abstract; BERT on GLUE, pruned then fine-tuned): \"a large fraction of the "
               "attention heads can be randomly pruned with limited effect on accuracy\"; no advantage in pruning "
               "by importance.",
-        hypothesis="Retrained without 25, 50 or 75% of the heads, random heads and least-important heads give "
-                   "scores within 1 point of each other.",
+        hypothesis="Retrained without half of the heads (25, 50 and 75% in findings-full), random heads and "
+                   "least-important heads give scores within 1 point of each other.",
         statistic="Per training seed (each with its own random heads): the mean over shares and languages of "
                   "(least-important pruned) - (random pruned), in points.",
         control="Importance pruning of the same share, same seed and data.",
@@ -233,8 +233,8 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
         paper="Budhraja et al. 2021",
         claim="Budhraja et al. 2021 (abstract; mBERT): \"For the crosslingual task XNLI, we report higher drops in "
               "accuracy with pruning indicating lower robustness in crosslingual transfer.\"",
-        hypothesis="Retrained on English without 25-75% of the heads at random, the target languages lose more, "
-                   "relative to unpruned, than English does.",
+        hypothesis="Retrained on English without half of the heads at random (25-75% in findings-full), the "
+                   "target languages lose more, relative to unpruned, than English does.",
         statistic="Per training seed: (mean relative drop over target languages) - (relative drop in English), "
                   "averaged over the shares, in %.",
         control="The source language, same pruned models.",

@@ -33,7 +33,7 @@ def test_every_keyed_field_changes_the_key_and_descriptive_ones_do_not():
     for name, value in DESCRIPTIVE.items():  # they describe the run but cannot change what it computes
         assert FT.replace(**{name: value}).key() == FT.key()
     score_changes = {"task": "name", "lang": "fr", "method": "kv_grad", "split": "test", "max_sentences": 10,
-                     "max_length": 64, "seed": 1, "data_fp": "z" * 16, "finetune": FT.replace(lr=1e-4)}
+                     "max_length": 64, "seed": 1, "data_fp": "z" * 16, "finetune": FT.replace(lr=1e-4), "half": 1}
     assert set(score_changes) == {f.name for f in dataclasses.fields(ScoreConfig)}
     assert len({SC.key()} | {SC.replace(**{k: v}).key() for k, v in score_changes.items()}) == 1 + len(score_changes)
 
