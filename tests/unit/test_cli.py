@@ -84,3 +84,27 @@ def test_refinetune_prints_estimate_then_tables_with_intervals(tiny_cache, capsy
     assert code == 0 and again == out and "fine-tunings" not in err  # cached: no estimate, same tables
     code, _, err = _run(capsys, "refinetune", *common, "--levels", "99")
     assert code != 0 and "cannot prune 99 heads: the model has 12" in err
+
+
+def test_findings_prints_the_cards_of_the_cache_as_text_or_json(tiny_cache, capsys, monkeypatch, tmp_path):
+    from headprune_core.findings.hypotheses import HYPOTHESES
+    root, model = tiny_cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    plan = tmp_path / "p.json"
+    plan.write_text(json.dumps({"name": "p", "description": "tiny", "model": model, "tasks": ["pos"],
+                                "langs": ["en", "de"], "train": {"max_train_sentences": 40, "epochs": 1.0}}))
+    code, out, _ = _run(capsys, "findings", plan, "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["plan"] == "p-findings" and doc["missing_jobs"] > 0
+    assert [c["id"] for c in doc["cards"]] == [h.id for h in HYPOTHESES]
+    for card in doc["cards"]:  # nothing computed: every card says so, with what it needs
+        assert {"id", "claim", "paper", "hypothesis", "statistic", "control", "margin", "mde", "verdict", "numbers",
+                "calibration"} <= set(card)
+        assert card["verdict"] == "not computed yet" and card["missing"] and card["calibration"] is None
+    code, out, _ = _run(capsys, "findings", plan, "--card", "a1", "--card", "e1")
+    assert code == 0 and "(a1) " in out and "(e1) " in out and "(b1) " not in out and "NOT COMPUTED YET" in out
+    assert "95% interval lies inside +-1 points" in " ".join(out.split())  # e1's rule, in words
+    code, _, err = _run(capsys, "findings", plan, "--card", "zz")
+    assert code == 2 and "unknown findings card 'zz'; known: a1, a2" in err
+    code, _, err = _run(capsys, "findings", plan, "--format", "yaml")
+    assert code == 2 and "yaml" in err
