@@ -15,7 +15,8 @@ def findings_plan(plan: StudyPlan, shape: tuple[int, int]) -> StudyPlan:
     ``findings`` preset), the ``findings`` preset for the ``demo`` preset (which it extends), else ``plan`` plus
     the findings preset's experiments on its first task, scaled to the model (Ma et al.'s k = half and all of
     one layer's worth of heads), trained like the plan with three training seeds each (in the multilingual
-    setting too when the plan has it), and a small GradTS check of its tasks in its first two
+    setting too when the plan has it), two more training seeds of its rankings (cards b1 and c), and a small
+    GradTS check of its tasks in its first two
     languages when that gives at least three task units."""
     if plan.refinetune:
         return plan
@@ -51,4 +52,5 @@ def findings_plan(plan: StudyPlan, shape: tuple[int, int]) -> StudyPlan:
                    "eval_sentences": plan.eval_sentences, "train": dict(plan.train), "sources": dict(plan.sources),
                    "note": f"Units and training of plan {plan.name!r}."},)
     settings = plan.settings if "cross" in plan.settings else ("cross", *plan.settings)
-    return replace(plan, name=f"{plan.name}-findings", settings=settings, refinetune=experiments, gradts=gradts)
+    return replace(plan, name=f"{plan.name}-findings", settings=settings, refinetune=experiments, gradts=gradts,
+                   ranking_seeds=plan.ranking_seeds or (seed + 1, seed + 2))

@@ -96,15 +96,18 @@ def test_upload_a_conll_file_and_see_its_heatmap(cache_copy):
 
 
 def test_findings_page_in_a_real_browser(server):
-    """The Findings page in Chromium: seven cards with verdict badges, (b) and (c) decided by the study's own
-    results, the rest offered with an estimate and a compute button (the click itself is tested with AppTest:
-    in the browser it would retrain the fixture model 24 times more)."""
+    """The Findings page in Chromium: every card with its hypothesis and verdict badge, all offered with an
+    estimate and a compute button (the click itself is tested with AppTest: in the browser it would retrain the
+    fixture model dozens of times)."""
+    from headprune_core.findings.hypotheses import HYPOTHESES
     with browser.browser_page() as page:
         browser.open_page(page, server, "findings")
         body = page.locator("body").inner_text()
-        assert "(a) Pruning low-ranked heads" in body and "(g) A few heads are claimed by most tasks" in body
+        assert all(f"({h.id}) {h.title}" in body for h in HYPOTHESES), body[:2000]
+        assert "Hypothesis." in body and "Statistic." in body and "Control." in body
         assert page.locator('[data-testid="stException"]').count() == 0
         metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
-        assert any(m.startswith("not computed yet") and m.rstrip().endswith("5") for m in metrics), metrics
+        assert any(m.startswith("not computed yet") and m.rstrip().endswith(str(len(HYPOTHESES)))
+                   for m in metrics), metrics
         assert page.get_by_role("button", name="Compute the findings").count() == 1
         browser.full_screenshot(page, ARTIFACTS / "findings_offered.png")

@@ -146,6 +146,7 @@ def test_findings_plan_of_a_plan(tiny_cache, monkeypatch):
     assert f.name == "p-findings" and f.settings == ("cross", "multi")
     assert f.refinetune[0]["levels"] == [2, 4] and all(e["seeds"] == [3, 4, 5] for e in f.refinetune)
     assert [e["settings"] for e in f.refinetune][-1] == ["multi"]  # Ma et al.'s multilingual setting too
+    assert f.ranking_seeds == (4, 5)  # the rankings replicated over training runs (cards b1 and c)
     (g,) = f.gradts
     assert g["units"] == ["pos/en", "pos/de", "name/en", "name/de"] and g["primaries"] == ["name/de"]
     assert [p.name for p in f.gradts_plans()] == ["p-gradts"]
