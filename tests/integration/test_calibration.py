@@ -1,19 +1,25 @@
 """Each card's rule meets its error goals, measured with enough simulated draws to tell 5% from 10% (20,000: the
 standard error of a 5% rate is 0.15 points): at a size where the data can tell, and at a size where it cannot
-(there the rule must say inconclusive, not be wrong)."""
+(there the rule must say inconclusive, not be wrong), and at the sizes the findings preset measured
+(data/findings_sizes.json, from `headprune findings --format json` on its cache), where a card whose rule misses a
+goal must say so."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from headprune_core.findings.calibration import GOAL, calibrate
-from headprune_core.findings.hypotheses import HYPOTHESES
+from headprune_core.findings.hypotheses import BY_ID, HYPOTHESES
 from headprune_core.methods.inference import Estimate
 
 pytestmark = pytest.mark.slow
 
 DRAWS = 20_000
+SIZES = Path(__file__).parent / "data" / "findings_sizes.json"
 
 
 def _estimate(sd_runs: float, n_runs: int, se_sentences: float, n_sentences: int | None) -> Estimate:
@@ -42,3 +48,14 @@ def test_hopeless_sizes_are_inconclusive_not_wrong(h):
     cal = calibrate(h, [_estimate(se * np.sqrt(3), 3, 0.0, None)] * max(1, len(h.parts)), draws=DRAWS)
     assert cal["false_reproduced"] <= GOAL and cal["false_not_reproduced"] <= GOAL
     assert cal["rates"]["paper"]["inconclusive at this data size"] > 0.9
+
+
+def test_at_the_measured_sizes_each_card_meets_its_goals_or_says_which_it_misses():
+    measured = json.loads(SIZES.read_text())
+    assert measured["cards"], "no measured sizes"
+    for card_id, sizes in measured["cards"].items():
+        h = BY_ID[card_id]
+        parts = [_estimate(s["sd_runs"], s["n_runs"], s["se_sentences"], s["n_sentences"]) for s in sizes]
+        cal = calibrate(h, parts, draws=DRAWS, seed=11)
+        missed = [key for key in ("false_reproduced", "false_not_reproduced") if cal[key] > GOAL]
+        assert len(missed) == len(cal["goals_missed"]), (card_id, cal)
