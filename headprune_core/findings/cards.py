@@ -31,6 +31,7 @@ from headprune_core.methods.similarity import spearman_matrix
 from headprune_core.methods.uncertainty import bootstrap_ci, ci_text, metric_of, run_estimate
 from headprune_core.multitask.affinity import gradts_map
 from headprune_core.multitask.plan import split_unit
+from headprune_core.runs.retrain import relative
 
 __all__ = ["Card", "Findings", "FAMILIES", "VERDICTS", "REPRODUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "ONE_RUN",
            "MISSING"]
@@ -335,7 +336,7 @@ class Findings(Evidence):
             base = t["unpruned"]["score"]
             row = {"language": lang, "family": FAMILIES.get(lang, "?"), "unpruned": ci_text(t["unpruned"])}
             for th in THIRDS:
-                row[f"{th} cost %"] = f"{-100 * t['changes'][th]['diff'] / base:+.1f}" if base else "-"
+                row[f"{th} cost %"] = f"{-relative(t['changes'][th], base)['rel']:+.1f}" if base else "-"
             card.rows.append(row)
 
     def card_d(self) -> Card:
@@ -427,9 +428,13 @@ class Findings(Evidence):
 
         est = run_estimate(runs, gap)
         card.decide({"": est})
+        def cost(lang: str, lab: str) -> float:  # the table's relative drop, from the assembled result
+            t = rnd.result["test"][lang]
+            return -relative(t["changes"][lab], t["unpruned"]["score"])["rel"]
+
         for lab in levels:
-            card.rows.append({"heads pruned": lab, f"cost in {src} %": f"{-100 * rnd.result['test'][src]['changes'][lab]['diff'] / rnd.result['test'][src]['unpruned']['score']:+.1f}",
-                              "mean cost in targets %": f"{np.mean([-100 * rnd.result['test'][t]['changes'][lab]['diff'] / rnd.result['test'][t]['unpruned']['score'] for t in targets]):+.1f}"})
+            card.rows.append({"heads pruned": lab, f"cost in {src} %": f"{cost(src, lab):+.1f}",
+                              "mean cost in targets %": f"{np.mean([cost(t, lab) for t in targets]):+.1f}"})
         card.measured = (f"Targets' relative drop minus {src}'s, mean over {', '.join(levels)} heads, per seed: "
                          f"{', '.join(f'{v:+.1f}' for v in est.runs)}; {card.estimate_text()}.")
         card.protocol = self._retrain_protocol(rnd) + " POS stands in for XNLI (no XNLI in the embedded corpora)."
