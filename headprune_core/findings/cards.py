@@ -29,8 +29,6 @@ from headprune_core.methods.inference import (
 )
 from headprune_core.methods.similarity import spearman_matrix
 from headprune_core.methods.uncertainty import bootstrap_ci, ci_text, metric_of, run_estimate
-from headprune_core.multitask.affinity import gradts_map
-from headprune_core.multitask.plan import split_unit
 from headprune_core.runs.retrain import relative
 
 __all__ = ["Card", "Findings", "FAMILIES", "VERDICTS", "REPRODUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "ONE_RUN",
@@ -83,6 +81,14 @@ class Card:
         rule = self.hypothesis.rule
         self.verdict = str(combine([np.array([rule.decide(e)], dtype=object) for e in estimates.values()])[0])
         self.calibration = calibrate(self.hypothesis, list(estimates.values()), draws=draws or self.draws)
+        against = [name or "the estimate" for name, e in estimates.items() if e.se > 0 and e.interval()[1] < 0]
+        if self.verdict == INCONCLUSIVE and rule.kind == "superiority" and against:
+            self.notes.append(f"The 95% interval of {', '.join(against)} lies wholly below 0: these runs point the "
+                              "other way, and the interval alone would rule out the paper's effect. The verdict "
+                              "stays inconclusive because the rule, fixed before the data, also asks for a minimum "
+                              "detectable effect no larger than the paper's, and this few runs with this spread do "
+                              "not reach it (the spread itself is estimated from the same few runs). "
+                              "More training runs (findings-full) decide.")
 
     def estimate_text(self) -> str:
         """``"+0.42 [-0.31, +1.15] (3 runs; MDE 1.9 points vs the paper's 0.91)"`` per part."""
@@ -181,8 +187,25 @@ class Findings(Evidence):
                          f"languages, per seed: {', '.join(f'{v:+.2f}' for v in est.runs)}; {card.estimate_text()}.")
         card.protocol = self._retrain_protocol(ex) + f" k in {{{', '.join(l for l in ex.levels if l != '0')}}} " \
             "(Ma et al.: 1..12, one run each, k picked on the reported scores)."
-        card.notes = self._small_tests(ex)
+        card.notes += self._small_tests(ex)
+        if all(ex.best(s) == "0" for s in ex.seeds):
+            card.notes.append(self._never_pruned(ex, langs))
         return card
+
+    @staticmethod
+    def _never_pruned(ex, langs: list[str]) -> str:
+        """What a card says when the dev split kept the unpruned model in every run (a change of exactly 0 with
+        no spread, which no rule can decide), with the fixed-k changes the dev split turned down."""
+        fixed = []
+        for level in (lab for lab in ex.levels if lab != "0"):
+            est = run_estimate([ex.run(s, {**{f"0:{g}": ("0", g) for g in langs}, **{f"k:{g}": (level, g) for g in langs}})
+                                for s in ex.seeds], lambda m: _mean([m[f"k:{g}"] - m[f"0:{g}"] for g in langs]))
+            low, high = est.interval()
+            fixed.append(f"k = {level}: {est.diff:+.2f} [{low:+.2f}, {high:+.2f}]")
+        return ("The dev split picked k = 0 (no pruning) in every run, so the 'pruned' model is the unpruned one: the "
+                "change is exactly 0 with no spread, and the verdict is inconclusive, not 'not reproduced'. Pruning "
+                "did not beat the unpruned model on dev in any run. The changes at each fixed k on the test "
+                "languages (points, 95% interval over runs and sentences): " + "; ".join(fixed) + ".")
 
     def card_a1(self) -> Card:
         return self._card_a("a1", "cross")
@@ -543,41 +566,67 @@ class Findings(Evidence):
     # --- (g) stem cells ------------------------------------------------------------------------------------------
     def card_g(self, *, top_percent: float = SHARED_TOP_PERCENT, draws: int = 2000) -> Card:
         card = self._card("g")
-        job, res, gts = self.gradts()
-        if res is None:
-            card.missing = [job.what if job else "the plan has no GradTS check"]
+        gts, tops, missing = self.task_tops(top_percent)
+        if gts is not None and len(gts.task_units()) < 3:
+            missing = [f"the plan's GradTS check needs at least 3 distinct tasks (has {', '.join(gts.task_units())})"]
+        if missing:
+            card.missing = missing
             return card
-        by_task: dict[str, str] = {}
-        for unit in gts.units:  # the same task in two languages counted once: its first language
-            by_task.setdefault(split_unit(unit)[0], unit)
-        sets = {}
-        for task, unit in by_task.items():
-            sc = self.get(gts.score_config(unit))
-            if sc is None:
-                card.missing = [f"score heads {unit}"]
-                return card
-            m = gradts_map(np.asarray(sc["raw"], dtype=np.float64))
-            k = max(1, int(round(m.size * top_percent / 100)))
-            top = np.zeros(m.size, dtype=bool)
-            top[np.argsort(-m.ravel(), kind="stable")[:k]] = True
-            sets[task] = top.reshape(m.shape)
-        if len(sets) < 3:
-            card.missing = [f"the plan's GradTS check needs at least 3 distinct tasks (has {', '.join(sets)})"]
-            return card
-        most = len(sets) // 2 + 1
-        count = sum(s.astype(int) for s in sets.values())
-        observed = int((count >= most).sum())
-        null = _layer_null(list(sets.values()), most, draws)
-        est = Estimate((observed - float(null.mean()),))  # one gate seed per unit so far
-        card.decide({"": est})
-        card.rows.append({"tasks": ", ".join(f"{t} ({u})" for t, u in by_task.items()), "heads per task": int(sets[next(iter(sets))].sum()),
-                          "claimed by at least": most, "heads": observed,
-                          "null: mean [95th percentile]": f"{null.mean():.1f} [{np.percentile(null, 95):.0f}]"})
-        card.measured = (f"{observed} heads in the top {top_percent:g}% of at least {most} of {len(sets)} tasks; the "
-                         f"layer-preserving null gives {null.mean():.1f}; {card.estimate_text()}.")
-        card.protocol = ("Gradient top-10% heads of each task's own fine-tuned model (one language per task), not "
-                         "He & Choi's learned pruning; one seed per unit.")
+        units, seeds = list(tops), list(gts.map_seeds())
+        most = len(units) // 2 + 1
+        k = int(next(iter(tops[units[0]].values())).sum())
+        runs = []
+        for r in range(len(seeds)):  # run r: task i from seed r + i, so no two tasks of a run share a seed
+            pick = {u: seeds[(r + i) % len(seeds)] for i, u in enumerate(units)}
+            sets = [tops[u][pick[u]] for u in units]
+            observed = int((sum(s.astype(int) for s in sets) >= most).sum())
+            null = _layer_null(sets, most, draws, seed=r)
+            runs.append(observed - float(null.mean()))
+            card.rows.append({"run": r + 1, "seeds": ", ".join(f"{u}: {pick[u]}" for u in units),
+                              f"heads in >= {most} of {len(units)} tasks' top {k}": observed,
+                              "null: mean [95th percentile]": f"{null.mean():.1f} [{np.percentile(null, 95):.0f}]",
+                              "beyond chance": f"{runs[-1]:+.1f}"})
+        card.decide({"": Estimate(tuple(runs))})
+        ceiling = {u: int((sum(tops[u][s].astype(int) for s in seeds[:len(units)]) >= most).sum()) for u in units} \
+            if len(seeds) >= len(units) else {}
+        overlap = {u: _pair_overlap([tops[u][s] for s in seeds]) for u in units}
+        card.numbers = {"claimed": [row[f"heads in >= {most} of {len(units)} tasks' top {k}"] for row in card.rows],
+                        "ceiling": ceiling, "run_to_run_overlap": {u: o[0] for u, o in overlap.items()},
+                        "overlap_null": {u: o[1] for u, o in overlap.items()}}
+        card.measured = (
+            f"Per run ({len(units)} tasks, each from another training seed): heads in the top {top_percent:g}% of at "
+            f"least {most} tasks minus the layer-preserving null, {', '.join(f'{v:+.1f}' for v in runs)}; "
+            f"{card.estimate_text()}. "
+            + (f"Ceiling, one task retrained under {len(units)} seeds in place of {len(units)} tasks: "
+               f"{', '.join(f'{u} {c}' for u, c in ceiling.items())} heads in at least {most} runs. " if ceiling else "")
+            + f"One task's top {k} from run to run share "
+            f"{', '.join(f'{u} {o[0]:.1f} (null {o[1]:.1f})' for u, o in overlap.items())} heads on average.")
+        card.notes.append(self._interference())
+        card.protocol = (f"Gradient top-{top_percent:g}% heads ({gts.plan.method} maps) of each task's own fine-tuned "
+                         f"model, one language per task ({', '.join(units)}), training seeds "
+                         f"{', '.join(map(str, seeds))}; not He & Choi's learned pruning (its L0 gates are on the "
+                         "Shared heads page).")
         return card
+
+    def _interference(self) -> str:
+        """He & Choi's interference, read from card j: the primary trained with every task against alone."""
+        j = self.card_j()
+        if not j.estimates:
+            return "He & Choi's interference (training with every task against alone, card j): not computed yet."
+        return (f"He & Choi's interference, training with every task against alone (card j, {j.verdict}): "
+                f"{j.estimate_text()}. Heads that most tasks claim are where the tasks would compete.")
+
+
+def _pair_overlap(sets: list[np.ndarray]) -> tuple[float, float]:
+    """The mean number of heads two of ``sets`` share over every pair, and its mean when each set's heads are
+    permuted within their layers (sum over layers of a_l * b_l / heads per layer)."""
+    pairs = [(a, b) for i, a in enumerate(sets) for b in sets[i + 1:]]
+    if not pairs:
+        return float("nan"), float("nan")
+    heads = sets[0].shape[1]
+    shared = np.mean([(a & b).sum() for a, b in pairs])
+    null = np.mean([(a.sum(axis=1) * b.sum(axis=1)).sum() / heads for a, b in pairs])
+    return float(shared), float(null)
 
 
 def _unpaired(control: str, its: list[int], wanted: list[int]) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 
 from headprune_core.methods.importance import normalise
 from headprune_core.methods.uncertainty import n_sentences
+from headprune_core.multitask.affinity import gradts_map
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.plans.plan import StudyPlan, plan_jobs
 from headprune_core.plans.presets import find_plan
@@ -172,6 +173,27 @@ class Evidence:
         return missing, dict(sorted(maps.items()))
 
     # --- GradTS -----------------------------------------------------------------------------------------------
+    def task_tops(self, top_percent: float) -> tuple[GradTS | None, dict[str, dict[int, np.ndarray]], list[str]]:
+        """The plan's GradTS check, each task's top ``top_percent``% heads (layers x heads, bool) from its own
+        single-task model per training seed (:meth:`GradTS.map_seeds`; one unit per task), and what is missing."""
+        plans = self.plan.gradts_plans()
+        if not plans:
+            return None, {}, ["the plan has no GradTS check"]
+        gts = GradTS(self.study, plans[0])
+        tops: dict[str, dict[int, np.ndarray]] = {}
+        missing = []
+        for unit in gts.task_units():
+            for seed in gts.map_seeds():
+                sc = self.get(gts.score_config(unit, seed=seed))
+                if sc is None:
+                    missing.append(f"head map {unit} (GradTS {gts.plan.name}, seed {seed})")
+                    continue
+                m = gradts_map(np.asarray(sc["raw"], dtype=np.float64))
+                top = np.zeros(m.size, dtype=bool)
+                top[np.argsort(-m.ravel(), kind="stable")[:max(1, int(round(m.size * top_percent / 100)))]] = True
+                tops.setdefault(unit, {})[seed] = top.reshape(m.shape)
+        return gts, tops, missing
+
     def gradts(self) -> tuple[Job | None, dict | None, GradTS | None]:
         """The plan's GradTS check: its job, its cached result and the GradTS it came from."""
         job = next((j for j in self.jobs if j.cfg.kind == "gradts"), None)

@@ -50,7 +50,9 @@ def findings_plan(plan: StudyPlan, shape: tuple[int, int]) -> StudyPlan:
                    "model": plan.model, "units": units, "primaries": [units[-1]], "max_trial": 2,
                    "random_seeds": [0, 1], "train_seeds": [13], "bandit": {"rounds": 30}, "score_sentences": plan.score_sentences,
                    "eval_sentences": plan.eval_sentences, "train": dict(plan.train), "sources": dict(plan.sources),
-                   "note": f"Units and training of plan {plan.name!r}."},)
+                   "note": f"Units and training of plan {plan.name!r}.",
+                   # each task's map under two more seeds (card g), when there are tasks enough for it
+                   "map_seeds": [seed + 1, seed + 2] if len(set(plan.tasks)) >= 3 else []},)
     settings = plan.settings if "cross" in plan.settings else ("cross", *plan.settings)
     return replace(plan, name=f"{plan.name}-findings", settings=settings, refinetune=experiments, gradts=gradts,
                    ranking_seeds=plan.ranking_seeds or (seed + 1, seed + 2))

@@ -23,7 +23,8 @@ A :class:`Rule` decides:
 Before either, two gates: fewer than ``min_runs`` training runs is *inconclusive: one training run* (there is no
 replication, whatever the sentences say), and a **minimum detectable effect** (80% power, 5% level) larger than
 the paper's effect (superiority) or than the margin (equivalence) is *inconclusive at this data size*, whatever
-the point estimate. :func:`simulate` measures how often a rule is wrong when a known truth is planted.
+the point estimate. A difference with no spread at all (every run and every sentence the same, as when the dev
+split picks the unpruned model in every run) has no interval to decide from: also *inconclusive at this data size*. :func:`simulate` measures how often a rule is wrong when a known truth is planted.
 """
 
 from __future__ import annotations
@@ -179,7 +180,8 @@ class Rule:
     def text(self) -> str:
         """The rule in words, for the card."""
         gates = (f"Fewer than {self.min_runs} training runs: inconclusive (no replication). Minimum detectable "
-                 f"effect (80% power, 5% level) above {self._target_text()}: inconclusive at this data size. ")
+                 f"effect (80% power, 5% level) above {self._target_text()}, or no spread at all: inconclusive at "
+                 "this data size. ")
         if self.kind == "superiority":
             return gates + (f"Otherwise reproduced when the 95% interval is above 0; not reproduced when it is "
                             f"below the paper's effect ({self.effect:+g} {self.unit}); else inconclusive.")
@@ -204,7 +206,7 @@ def decide(rule: Rule, diff, se, df, n_runs: int):
     if n_runs < rule.min_runs:
         out[...] = ONE_RUN
         return out if out.ndim else out.item()
-    ok = mde_factor(df, kind=rule.kind) * se <= rule.target
+    ok = (mde_factor(df, kind=rule.kind) * se <= rule.target) & (se > 0)  # no spread: no interval to decide from
     if rule.kind == "superiority":
         half = _t(1 - ALPHA / 2, df) * se
         out[ok & (diff - half > 0)] = REPRODUCED

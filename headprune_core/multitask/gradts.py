@@ -101,9 +101,25 @@ class GradTS:
         seed = self.plan.train_seeds[0] if seed is None else seed
         return self.study.reseeded(ft, seed)
 
-    def score_config(self, unit: str, *, method: str | None = None) -> ScoreConfig:
-        return self.study.score_config(self.single_config(unit), unit, split_unit(unit)[1],
-                                       method=method or self.plan.method, max_sentences=self.plan.score_sentences)
+    def score_config(self, unit: str, *, method: str | None = None, seed: int | None = None) -> ScoreConfig:
+        """``unit``'s head map from its own single-task model (trained with ``seed``; None: the plan's first)."""
+        ft = self.single_config(unit)
+        return self.study.score_config(ft if seed is None else self.study.reseeded(ft, seed), unit,
+                                       split_unit(unit)[1], method=method or self.plan.method,
+                                       max_sentences=self.plan.score_sentences)
+
+    def task_units(self) -> tuple[str, ...]:
+        """One unit per task, its first in the plan (a task in two languages counted once)."""
+        first: dict[str, str] = {}
+        for unit in self.units:
+            first.setdefault(split_unit(unit)[0], unit)
+        return tuple(first.values())
+
+    def map_seeds(self) -> tuple[int, ...]:
+        """The training seeds of each task's maps: that of the maps GradTS ranks with, then the plan's
+        ``map_seeds``."""
+        first = self.single_config(self.units[0]).seed
+        return (first, *(s for s in self.plan.map_seeds if s != first))
 
     def eval_config(self, primary: str, aux, *, split: str, seed: int | None = None, keep=None) -> EvalConfig:
         return self.study.eval_config(self.multi_config(primary, aux, seed=seed, keep=keep), primary,

@@ -46,7 +46,9 @@ class GradTSPlan(GradTSOptions):
     ``sources``: a task (or ``task/lang``) -> a data reference (:mod:`headprune_core.data.refs`) for data that is
     not embedded, e.g. ``{"sst2": "hub"}``, a local copy laid out like the Hub (``{"rte":
     "hub:/data/glue-copy:rte"}``) or files (``{"pos/sw": "sw.conllu"}``); ``note``: how the plan was cut down
-    (shown with the results).
+    (shown with the results); ``map_seeds``: more training seeds of one unit per task (the task's first in
+    ``units``) whose single-task fine-tune and head map a study plan that runs this check computes again (the
+    Findings stem-cell card g: the heads most tasks claim, per run, and one task's maps from run to run).
     """
 
     name: str
@@ -56,6 +58,7 @@ class GradTSPlan(GradTSOptions):
     bandit: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict)
     note: str = ""
+    map_seeds: tuple[int, ...] = ()
 
     def __post_init__(self):
         where = f"plan {self.name!r}"
@@ -63,6 +66,9 @@ class GradTSPlan(GradTSOptions):
             super().__post_init__()
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from None
+        if not isinstance(self.map_seeds, tuple) or len(set(self.map_seeds)) != len(self.map_seeds) or \
+                not all(isinstance(v, int) and not isinstance(v, bool) for v in self.map_seeds):
+            raise ValueError(f"{where}: map_seeds must be a list of distinct integers, got {self.map_seeds!r}")
         if not isinstance(self.bandit, dict) or set(self.bandit) - set(BANDIT_OPTIONS):
             raise ValueError(f"{where}: bandit options must be an object with keys among "
                              f"{sorted(BANDIT_OPTIONS)}, got {self.bandit!r}")
@@ -126,11 +132,12 @@ GRADTS_PRESETS: dict[str, GradTSPlan] = {
         description="The Findings page's GradTS check, cut to fit its time budget: 5 task units (POS and NAME, a "
                     "PROXY for NER, in English and Spanish; English sentence polarity), primary name/es, "
                     "kv_grad maps, Kendall tau, thres 0.6, trial (up to 2), fg, the bandit (30 rounds), all, "
-                    "random (3 draws); 3 training seeds.",
+                    "random (3 draws); 3 training seeds, and the maps of pos/en, name/en and polarity-en/en under 2 "
+                    "more seeds (stem cells per run).",
         units=("pos/en", "name/en", "pos/es", "name/es", "polarity-en/en"),
         primaries=("name/es",),
         train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, max_trial=2, train_seeds=(13, 14, 15),
-        random_seeds=(0, 1, 2), bandit={"rounds": 30},
+        random_seeds=(0, 1, 2), bandit={"rounds": 30}, map_seeds=(14, 15),
         note=("Subsampled to fit the Findings preset's time budget: 200 training sentences per unit, 1 epoch, "
               "batch 8, lr 2e-4 (classifiers 5e-3), 150 sentences for scoring, at most 200 for dev and test "
               "(name/es has 100 of each); GradTS-trial tries at most 2 auxiliary tasks, 3 training seeds, the "
@@ -145,6 +152,7 @@ GRADTS_PRESETS: dict[str, GradTSPlan] = {
         primaries=("name/es",),
         train={"max_train_sentences": None, "epochs": 3.0}, score_sentences=1000, eval_sentences=None,
         max_trial=None, train_seeds=(13, 14, 15, 16, 17), random_seeds=(0, 1, 2, 3, 4), bandit={"rounds": 200},
+        map_seeds=(14, 15, 16, 17),
         note="Full size: every training sentence of each unit, 3 epochs, 5 training seeds.",
     ),
     "gradts-glue": GradTSPlan(

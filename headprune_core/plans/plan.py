@@ -341,23 +341,33 @@ def _experiment_jobs(study: Study, plan: StudyPlan, task: str, setting: str) -> 
 
 def _gradts_jobs(study: Study, plan: StudyPlan, *, seen: set[str]) -> list[Job]:
     """The ``affinity`` plans' single-task fine-tunes and head maps (those not among the plan's own jobs), then
-    one job per ``gradts`` validation."""
-    jobs = []
+    per ``gradts`` validation its tasks' maps under its ``map_seeds`` and one job for the validation."""
+    jobs: list[Job] = []
     for gplan in plan.gradts_plans(field_name="affinity"):
         gts = GradTS(study, gplan)
         for unit in gts.units:
-            sc = gts.score_config(unit)
-            for what, cfg, run in ((f"fine-tune {unit} alone (GradTS {gplan.name})", sc.finetune,
-                                    lambda ft=sc.finetune: study.finetuned(ft)),
-                                   (f"head map {unit} ({sc.method}, GradTS {gplan.name})", sc,
-                                    lambda sc=sc: study.scores(sc))):
-                if cfg.key() not in seen:
-                    seen.add(cfg.key())
-                    jobs.append(Job(what, cfg, run))
+            jobs += _map_jobs(study, gts, unit, None, seen)
     for gplan in plan.gradts_plans():
         gts = GradTS(study, gplan)
+        for seed in gts.map_seeds()[1:]:  # each task's map under more seeds (Findings card g)
+            for unit in gts.task_units():
+                jobs += _map_jobs(study, gts, unit, seed, seen)
         jobs.append(Job(f"GradTS {gplan.name}: maps, task affinity, selections checked by multi-task training",
                         gts.config(), gts.run))
+    return jobs
+
+
+def _map_jobs(study: Study, gts: GradTS, unit: str, seed: int | None, seen: set[str]) -> list[Job]:
+    """``unit``'s single-task fine-tune (training ``seed``; None: GradTS's own) and head map, those not in
+    ``seen`` (which they join)."""
+    sc = gts.score_config(unit, seed=seed)
+    tag = f"GradTS {gts.plan.name}" + (f", seed {seed}" if seed is not None else "")
+    jobs = []
+    for what, cfg, run in ((f"fine-tune {unit} alone ({tag})", sc.finetune, lambda ft=sc.finetune: study.finetuned(ft)),
+                           (f"head map {unit} ({sc.method}, {tag})", sc, lambda sc=sc: study.scores(sc))):
+        if cfg.key() not in seen:
+            seen.add(cfg.key())
+            jobs.append(Job(what, cfg, run))
     return jobs
 
 

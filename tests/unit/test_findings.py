@@ -24,7 +24,7 @@ def small_findings(tiny_cache, tmp_path, monkeypatch):
     gplan = {"name": "g", "description": "tiny", "model": model, "units": ["pos/en", "name/en", "pos/de"],
              "primaries": ["pos/en"], "max_trial": 1, "random_seeds": [0], "score_sentences": 20,
              "eval_sentences": 20, "train": {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3},
-             "train_seeds": [13], "bandit": {"rounds": 3, "round_steps": 2, "dev_sentences": 10}}
+             "train_seeds": [13], "map_seeds": [14], "bandit": {"rounds": 3, "round_steps": 2, "dev_sentences": 10}}
     (tmp_path / "g.json").write_text(json.dumps(gplan))
     retrain = {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3}
     plan = StudyPlan(name="f", description="tiny findings", model=model, tasks=("pos", "name"), langs=("en", "de"),
@@ -90,6 +90,12 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     assert [r["training seed"] for r in cards["c"].rows] == [13, 14] and cards["c"].estimates[""].n_runs == 2
     assert cards["c"].numbers["within_language_across_seeds"] is not None
     assert -1 <= cards["c"].numbers["within_language_split_half"] <= 1  # two halves of each dev set
+    # (g): each task's map (one unit per task) under the GradTS maps' seed and the plan's map seed
+    gts, tops, missing = found.task_tops(10.0)
+    assert not missing and gts.task_units() == ("pos/en", "name/en") and gts.map_seeds() == (13, 14)
+    assert {u: sorted(t) for u, t in tops.items()} == {"pos/en": [13, 14], "name/en": [13, 14]}
+    assert all(t.shape == study.head_shape and t.sum() == 1 for by_seed in tops.values() for t in by_seed.values())
+    assert "head map pos/en (kv_grad, GradTS g, seed 14)" in [j.what for j in found.jobs]
     # (e2): two parts, middle - bottom and middle - top, on the source language
     assert set(cards["e2"].estimates) == {"middle - bottom", "middle - top"}
     # (f4): time saved per training seed against the bandit
@@ -149,4 +155,47 @@ def test_findings_plan_of_a_plan(tiny_cache, monkeypatch):
     assert f.ranking_seeds == (4, 5)  # the rankings replicated over training runs (cards b1 and c)
     (g,) = f.gradts
     assert g["units"] == ["pos/en", "pos/de", "name/en", "name/de"] and g["primaries"] == ["name/de"]
+    assert g["map_seeds"] == []  # two tasks: no stem-cell card to replicate maps for
     assert [p.name for p in f.gradts_plans()] == ["p-gradts"]
+
+
+def _stem_cells(small_findings, monkeypatch, tops: dict[str, dict[int, np.ndarray]]):
+    """Card g on planted top-head sets (task unit -> training seed -> layers x heads), as the cache would give."""
+    from types import SimpleNamespace
+    study, plan = small_findings
+    seeds = tuple(next(iter(tops.values())))
+    gts = SimpleNamespace(task_units=lambda: tuple(tops), map_seeds=lambda: seeds,
+                          plan=SimpleNamespace(method="kv_grad", name="planted"))
+    monkeypatch.setattr(Findings, "task_tops", lambda self, top_percent: (gts, tops, []))
+    return Findings(study, plan).card_g(draws=500)
+
+
+def _top(shape, heads):
+    out = np.zeros(shape, dtype=bool)
+    for layer, head in heads:
+        out[layer, head] = True
+    return out
+
+
+def test_stem_cells_on_planted_maps(small_findings, monkeypatch):
+    """Tasks that share their top heads in every run: reproduced; tasks whose top heads never meet (each layer's
+    share kept, so the null expects some overlap): not reproduced; one run: 'one training run'."""
+    shape = (6, 8)
+    units = ("pos/en", "name/en", "sent/en")
+    shared = [(1, 2), (3, 5), (4, 0)]
+    same = {u: {s: _top(shape, shared + [(5, i)]) for s in (13, 14, 15)} for i, u in enumerate(units)}
+    card = _stem_cells(small_findings, monkeypatch, same)
+    assert card.verdict == REPRODUCED, card.measured
+    assert card.numbers["claimed"] == [3, 3, 3] and card.numbers["ceiling"] == {u: 4 for u in units}
+    assert card.numbers["run_to_run_overlap"] == {u: 4.0 for u in units}
+    assert [r["seeds"] for r in card.rows][0] == "pos/en: 13, name/en: 14, sent/en: 15"  # no two tasks share a seed
+    assert "card j" in card.notes[-1]
+
+    apart = {u: {s: _top(shape, [(layer, 2 * i + (s - 13) % 2) for layer in range(6)]) for s in (13, 14, 15)}
+             for i, u in enumerate(units)}
+    card = _stem_cells(small_findings, monkeypatch, apart)
+    assert card.numbers["claimed"] == [0, 0, 0] and card.verdict == NOT_REPRODUCED, card.measured
+
+    one = {u: {13: by_seed[13]} for u, by_seed in same.items()}
+    card = _stem_cells(small_findings, monkeypatch, one)
+    assert card.verdict == ONE_RUN and card.numbers["ceiling"] == {}

@@ -71,6 +71,15 @@ def test_fewer_than_three_runs_is_one_training_run_whatever_the_sentences_say():
     assert SUPERIORITY.decide(Estimate((10.0, 10.2), se_sentences=0.1)) == ONE_RUN
 
 
+def test_no_spread_at_all_is_inconclusive():
+    """Every run the same difference and no sentence part (the dev split kept the unpruned model in every run):
+    a zero-width interval decides nothing, whichever side of the target it sits."""
+    for value in (0.0, 5.0, -5.0):
+        flat = Estimate((value,) * 3, se_sentences=0.0)
+        assert flat.se == 0 and SUPERIORITY.decide(flat) == INCONCLUSIVE and EQUIVALENCE.decide(flat) == INCONCLUSIVE
+    assert SUPERIORITY.decide(Estimate((5.0, 5.0, 5.0), se_sentences=0.1)) == REPRODUCED  # a sentence part decides
+
+
 def test_superiority_on_constructed_cases():
     assert SUPERIORITY.decide(Estimate((1.5, 1.6, 1.4), se_sentences=0.05)) == REPRODUCED  # the effect
     assert SUPERIORITY.decide(Estimate((0.02, -0.03, 0.01), se_sentences=0.05)) == NOT_REPRODUCED  # null, precise

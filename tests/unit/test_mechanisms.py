@@ -87,12 +87,15 @@ def test_gradts_options_are_declared_once_for_plans_and_configs():
     options = {f.name for f in dataclasses.fields(GradTSOptions)}
     plan_only = {f.name for f in dataclasses.fields(GradTSPlan)} - options
     config_only = {f.name for f in dataclasses.fields(GradTSConfig)} - options
-    assert plan_only == {"name", "description", "model", "train", "bandit", "sources", "note"}
+    # map_seeds: more seeds of each task's map, computed by a study plan that runs the check (not a GradTS option)
+    assert plan_only == {"name", "description", "model", "train", "bandit", "sources", "note", "map_seeds"}
     assert config_only == {"model", "train", "bandit", "model_fp", "data_fp"}
     plan = GRADTS_PRESETS["gradts-findings"]
     assert plan.options()["max_trial"] == 2 and plan.options()["train_seeds"] == (13, 14, 15)
     with pytest.raises(ValueError, match="plan 'x': the tau threshold must be in"):  # checked by the plan too
         dataclasses.replace(plan, name="x", threshold=2.0)
+    with pytest.raises(ValueError, match="plan 'x': map_seeds must be a list of distinct integers"):
+        dataclasses.replace(plan, name="x", map_seeds=(14, 14))
 
 
 def test_the_job_runner_runs_what_is_missing_and_names_a_failed_job(tiny_cache, monkeypatch, tmp_path):
