@@ -33,9 +33,25 @@ def job_work(cfg: RunConfig) -> float:
     if cfg.kind == "curve":
         points = 4 if cfg.strategy == "layers" else max(1, len(cfg.steps) or 13)
         return float(cfg.max_sentences or 0) * points * len(cfg.seeds)
-    if cfg.kind == "gradts":  # per unit and primary (its runs grow with both)
-        return float(len(cfg.units) * len(cfg.primaries))
+    if cfg.kind == "gradts":  # the sentence-epochs of its fine-tunes (see _gradts_work)
+        return _gradts_work(cfg)
     return 0.0
+
+
+def _gradts_work(cfg) -> float:
+    """A GradTS validation's training, in sentence-epochs, a rough upper count: one single-task run per unit,
+    and per primary its trials (1, 2, ... auxiliary units), and per training seed the final models (alone,
+    thres, trial, fg and the bandit's choice as large as the largest trial, all units), the bandit's search
+    (counted as an all-units run) and each random set; each unit trains on ``max_train_sentences`` (every
+    sentence: taken as 2,000) x ``epochs``; scoring, per-example maps and evaluation are small beside."""
+    train = dict(cfg.train)
+    per_unit = float(train.get("max_train_sentences") or 2000) * float(train.get("epochs", 2.0))
+    n = len(cfg.units)
+    trial = min(cfg.max_trial or n - 1, n - 1)
+    seeds = len(cfg.train_seeds)
+    multi_units = (sum(range(2, trial + 2)) + seeds * (1 + 4 * (trial + 1) + 2 * n)
+                   + len(cfg.random_seeds) * (trial + 1))
+    return per_unit * (n + len(cfg.primaries) * multi_units)
 
 
 def _model_of(cfg: RunConfig) -> str:
@@ -93,19 +109,8 @@ def estimate(cfg: RunConfig, rates: Rates, *, cpus: float = 1) -> tuple[float | 
 
 
 def _gradts_seconds(cfg, rates: Rates, cpus: float) -> tuple[float | None, str]:
-    """A GradTS validation from its fine-tunes, a rough upper estimate: one single-task run per unit, and per
-    primary its trials (1, 2, ... auxiliary units), and per training seed the final models (alone, thres, trial,
-    fg and the bandit's choice as large as the largest trial, all units), the bandit's search (counted as an
-    all-units run) and each random set; each unit trains on ``max_train_sentences`` x ``epochs``; scoring,
-    per-example maps and evaluation are small beside."""
-    train = dict(cfg.train)
-    per_unit = float(train.get("max_train_sentences") or 2000) * float(train.get("epochs", 2.0))
-    n = len(cfg.units)
-    trial = min(cfg.max_trial or n - 1, n - 1)
-    seeds = len(cfg.train_seeds)
-    multi_units = (sum(range(2, trial + 2)) + seeds * (1 + 4 * (trial + 1) + 2 * n)
-                   + len(cfg.random_seeds) * (trial + 1))
-    secs, how = _seconds("finetune", cfg.model, per_unit * (n + len(cfg.primaries) * multi_units), rates, cpus)
+    """A GradTS validation never measured, from the fine-tuning rate and its training (:func:`_gradts_work`)."""
+    secs, how = _seconds("finetune", cfg.model, _gradts_work(cfg), rates, cpus)
     return secs, (how if secs is None else f"{how} fine-tuning rate, rough")
 
 

@@ -3,6 +3,7 @@ re-fine-tunings expanded once ranked, estimates from measured times, and the wor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from headprune_core.plans.plan import plan_jobs, run_plan
 from headprune_core.plans.progress import Progress, list_sweeps
 from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
 from headprune_core.plans.sweep_ray import run_job
-from headprune_core.runs.estimate import THREAD_SCALING, job_work
+from headprune_core.runs.estimate import THREAD_SCALING, estimate, job_work, measured_rates
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 
@@ -290,5 +291,11 @@ def test_a_plans_gradts_validation_is_one_sweep_job(tiny_cache, tmp_path, monkey
     def rows(res):  # times aside
         return [{k: v for k, v in r.items() if k != "train_seconds"} for r in res["result"]["validation"][0]["rows"]]
     assert rows(mine) == rows(seq) and len(rows(mine)) >= 4
+    # its measured time estimates a larger GradTS (findings-full's) by the sentence-epochs it trains on
+    rates = measured_rates(store)
+    bigger = dataclasses.replace(node.cfg, train=tuple(sorted({**dict(node.cfg.train), "max_train_sentences": 400,
+                                                               "epochs": 3.0}.items())))
+    (small, how), (big, _) = estimate(node.cfg, rates), estimate(bigger, rates)
+    assert how.startswith("measured") and big == pytest.approx(30 * small)
     with pytest.raises(ValueError, match="gradts: unknown GradTS plan 'nope'"):
         SweepSpec.from_dict(_spec(model, gradts=["nope"]))
