@@ -34,8 +34,20 @@ def command(name: str):
     return getattr(module, f"cmd_{name}")
 
 
+def expand_home(args) -> None:
+    """``~`` and ``~/...`` in every path-like argument, as a shell would have expanded them (``--out=~/x`` and a
+    quoted ``"~/x"`` reach us unexpanded; a folder literally named ``~`` is never what was meant). Names of tasks,
+    models and plans never start with ``~``; ``TASK=~/file`` data sources are expanded where they are read."""
+    for name, value in vars(args).items():
+        if isinstance(value, str) and (value == "~" or value.startswith("~/")):
+            setattr(args, name, os.path.expanduser(value))
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            setattr(args, name, [os.path.expanduser(v) if v == "~" or v.startswith("~/") else v for v in value])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    expand_home(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     try:
         if getattr(args, "cache", None):

@@ -21,26 +21,43 @@ from headprune_core.runs.estimate import describe_estimate, estimate_jobs
 from headprune_core.runs.study import Study
 
 
-def data_sources(args, *, task: str | None = None) -> dict:
+def data_sources(args, *, task: str | None = None, tasks: tuple[str, ...] | None = None) -> dict:
     """``{"task" or "task/lang": DataRef}`` from --data / --data-lang / --columns / --format.
 
     A plain SOURCE belongs to ``task`` (restricted to --data-lang when given); TASK=SOURCE and
-    TASK/LANG=SOURCE name their own key."""
-    out = {}
+    TASK/LANG=SOURCE name their own key. A source for a task the command does not run (``tasks``, else
+    ``task``), or a second source for the same key, is an error: it would be ignored or silently replaced."""
+    used = tuple(tasks or ()) or ((task,) if task else ())
+    if not getattr(args, "data", None):
+        unused = [f"--{name.replace('_', '-')}" for name in ("data_lang", "columns", "format") if getattr(args, name, None)]
+        if unused:
+            raise ValueError(f"{' and '.join(unused)} describe{'s' if len(unused) == 1 else ''} the data of --data, "
+                             "and no --data was given")
+    out: dict = {}
+    given: dict[str, str] = {}
     for item in getattr(args, "data", None) or ():
         key, sep, text = item.partition("=")
         if not sep:
             key, text = "", item
+        if key and used and key.split("/")[0] not in used:
+            raise ValueError(f"--data {item}: this command does not use task {key.split('/')[0]!r} (it runs "
+                             f"{', '.join(used)}), so that source would be ignored")
         ref = parse_ref(text, columns=getattr(args, "columns", None), format=getattr(args, "format", None))
         check_ref(ref)
         if key:
-            out[key] = ref
+            found = {key: ref}
         elif task is None:
             raise ValueError(f"--data {item}: say which task it is for (TASK=SOURCE)")
         elif getattr(args, "data_lang", None):
-            out.update({f"{task}/{lang}": ref for lang in args.data_lang})
+            found = {f"{task}/{lang}": ref for lang in args.data_lang}
         else:
-            out[task] = ref
+            found = {task: ref}
+        for k in found:
+            if k in given:
+                raise ValueError(f"--data names {k} twice ({given[k]} and {item}); give one source per task "
+                                 "(or task/lang)")
+            given[k] = item
+        out.update(found)
     return out
 
 
@@ -209,7 +226,8 @@ def cmd_prune(args) -> int:
 
 def with_cli_sources(plan, args):
     """The plan with --data sources (TASK=SOURCE; a plain SOURCE when the plan has one task) and --model."""
-    sources = data_sources(args, task=plan.tasks[0] if len(getattr(plan, "tasks", ())) == 1 else None)
+    tasks = tuple(plan.tasks) if hasattr(plan, "tasks") else tuple(dict.fromkeys(u.split("/")[0] for u in plan.units))
+    sources = data_sources(args, task=tasks[0] if len(tasks) == 1 else None, tasks=tasks)
     if sources:
         plan = replace(plan, sources={**plan.sources, **{k: v.to_json() for k, v in sources.items()}})
     if getattr(args, "model", None):

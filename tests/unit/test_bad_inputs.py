@@ -207,6 +207,25 @@ ROWS: list[tuple[str, Callable, type, str]] = [
                                                                                '"t5"}').parent), CliFailed,
      "error: unsupported model family 't5' ({d}); supported: bert, camembert, distilbert, electra, roberta, "
      "xlm-roberta"),
+    ("data-task-not-run", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--task", "pos", "--data",
+                                             "name=" + str(c.write("n.conll", "a\tO\n")), *RUN), CliFailed,
+     "error: --data name={d}/n.conll: this command does not use task 'name' (it runs pos), so that source would be "
+     "ignored"),
+    ("data-twice", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--task", "pos",
+                                      "--data", "pos=" + str(c.write("a.conll", "a\tNOUN\n")),
+                                      "--data", "pos=" + str(c.write("b.conll", "b\tNOUN\n")), *RUN), CliFailed,
+     "error: --data names pos twice (pos={d}/a.conll and pos={d}/b.conll); give one source per task (or task/lang)"),
+    ("data-twice-plain", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--task", "pos",
+                                            "--data", c.write("a.conll", "a\tNOUN\n"),
+                                            "--data", "pos=" + str(c.write("b.conll", "b\tNOUN\n")), *RUN), CliFailed,
+     "error: --data names pos twice ({d}/a.conll and pos={d}/b.conll); give one source per task (or task/lang)"),
+    ("data-columns-without-data", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--columns", "w,t",
+                                                     *RUN), CliFailed,
+     "error: --columns describes the data of --data, and no --data was given"),
+    ("study-data-task-not-in-plan", lambda c, cap: cli(c, cap, "study", "demo", "--data",
+                                                       "polarity-en=" + str(c.write("p.csv", "label,text\n1,a\n"))),
+     CliFailed, "error: --data polarity-en={d}/p.csv: this command does not use task 'polarity-en' (it runs pos, "
+                "name), so that source would be ignored"),
     # --- plan files -----------------------------------------------------------------------------------------------
     ("plan-bad-json", lambda c, _: _plan(c, '{"name": "p",}'), ValueError,
      "{d}/plan.json: not valid JSON (line 1 column 14: Expecting property name enclosed in double quotes); "

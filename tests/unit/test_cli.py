@@ -36,6 +36,14 @@ def test_score_curve_ls_show_export_prune(tiny_cache, capsys, monkeypatch, tmp_p
     assert json.loads(out)["config"]["lang"] == "de"
     code, out, _ = _run(capsys, "export", score_key, "--format", "csv")
     assert out.splitlines()[0] == "layer,head,score" and len(out.splitlines()) == 1 + 12
+    # --out=~/... reaches us unexpanded (no shell expands it after '='): it means the home folder, not './~'
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "home").mkdir()
+    code, _, err = _run(capsys, "export", score_key, "--format", "csv", "--out=~/scores.csv")
+    assert code == 0, err
+    assert (tmp_path / "home" / "scores.csv").read_text().splitlines()[0] == "layer,head,score"
+    assert not (tmp_path / "~").exists()
     mask = tmp_path / "mask.json"
     mask.write_text(json.dumps([[1, 0, 1, 1], [1, 1, 1, 1], [0, 0, 0, 0]]))
     code, out, _ = _run(capsys, "evaluate", *common, "--lang", "en", "--mask", mask, "--sentences", "40")
