@@ -8,7 +8,7 @@ from tqdm.auto import tqdm
 
 from headprune_core.plans.progress import running_sweeps
 from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
-from headprune_core.plans.sweep_ray import run_sweep
+from headprune_core.plans.sweep_ray import check_reachable, run_sweep
 
 
 def cmd_sweep(args) -> int:
@@ -20,6 +20,8 @@ def cmd_sweep(args) -> int:
                 return 0
         print(f"no sweep {spec.name} runs on this cache")
         return 1
+    if args.address and not args.dry_run:
+        check_reachable(args.address)  # before any work: Ray itself waits minutes for an address that never answers
     graph = build_graph(spec, device=args.device)
     if args.dry_run:
         print(format_dry_run(dry_run(graph, cpus=args.cpus)))

@@ -35,6 +35,10 @@ from headprune_core.runs.retrain import refinetune_parts
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 
+MAX_POINTS = 1000
+"""The most grid points one sweep spec may have (models x data x seeds): each is a study plan of tens to hundreds
+of jobs, so a larger grid is almost surely a mistake (a seed range typed as a list); split it into specs."""
+
 RESOURCE_NAMES = ("num_cpus", "num_gpus")
 SPEC_FIELDS = ("name", "description", "preset", "models", "data", "seeds", "resources", "kinds")
 """A spec's own fields; every other field is a study-plan field (see StudyPlan) shared by every grid point."""
@@ -109,6 +113,11 @@ class SweepSpec:
         seeds = data.get("seeds", [])
         if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
             raise ValueError(f"{where}: seeds must be a list of whole numbers, got {seeds!r}")
+        size = len(models) * len(sources) * max(1, len(seeds))  # counted before anything is expanded
+        if size > MAX_POINTS:
+            raise ValueError(f"{where}: the grid has {size:,} points ({len(models)} models x {len(sources)} data "
+                             f"x {len(seeds) or 1} seeds); a sweep has at most {MAX_POINTS:,}: split it into "
+                             "several specs")
         resources = _check_resources(data.get("resources", {}), where)
         kinds = data.get("kinds", list(JOB_KINDS))
         if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) for k in kinds):
@@ -156,12 +165,14 @@ class SweepSpec:
 
     def label(self, i: int) -> str:
         """What tells grid point ``i`` apart: its model, data and seed (only the dimensions that vary)."""
-        model, sources, seed = self.points()[i]
+        n_seeds = len(self.seeds) or 1
+        model, data_index = self.models[i // (len(self.data) * n_seeds)], (i // n_seeds) % len(self.data)
+        seed = self.seeds[i % n_seeds] if self.seeds else None
         parts = []
         if len(set(self.models)) > 1:
             parts.append(model)
         if len({json.dumps(d, sort_keys=True) for d in self.data}) > 1:
-            parts.append(f"data #{self.data.index(sources) + 1}")
+            parts.append(f"data #{data_index + 1}")
         if len(set(self.seeds)) > 1:
             parts.append(f"seed {seed}")
         return ", ".join(parts) or "the only grid point"

@@ -10,6 +10,8 @@ import json
 import logging
 import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -100,6 +102,45 @@ def _error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {lines[-1] if lines else ''}"
 
 
+CONNECT_TIMEOUT = 30.0
+"""Seconds a Ray cluster's address has to answer, as Ray, before a sweep gives up naming it (Ray alone retries for
+minutes when nothing answers, and ends the process when told to give up sooner)."""
+
+_PROBE = ("import sys, ray\n"
+          "ray.init(address=sys.argv[1], log_to_driver=False, logging_level='ERROR')\n"
+          "print(int(ray.cluster_resources().get('CPU', 0)))\n")
+
+
+def check_reachable(address: str, *, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Fail within ``timeout`` seconds, naming ``address`` (``HOST:PORT``), when no Ray cluster answers there:
+    first whether anything takes a TCP connection (refused at once), then a Ray connection tried in a child
+    process, which is stopped at the timeout. ``auto`` and ``ray://`` addresses are left to Ray."""
+    if address == "auto" or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"--address {address!r}: expected HOST:PORT (e.g. 10.0.0.5:6379, from 'ray start --head')")
+    hint = "start one there with 'ray start --head', or leave --address out for a local cluster"
+    started = time.monotonic()
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as err:
+        reason = f"no answer within {timeout:g} s" if isinstance(err, (TimeoutError, socket.timeout)) \
+            else (err.strerror or str(err))
+        raise RuntimeError(f"no Ray cluster at {address}: {reason} ({hint})") from None
+    left = max(1.0, timeout - (time.monotonic() - started))
+    try:
+        probe = subprocess.run([sys.executable, "-c", _PROBE, address], capture_output=True, text=True,
+                               timeout=left, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"no Ray cluster at {address}: something takes connections there, but no Ray answered "
+                           f"within {timeout:g} s ({hint})") from None
+    if probe.returncode != 0:
+        last = next((line for line in reversed(probe.stderr.splitlines()) if line.strip()), "")
+        raise RuntimeError(f"no Ray cluster at {address}: connecting failed ({last.strip()[:200]}) ({hint})")
+
+
 def init_ray(*, address: str | None = None, cpus: int | None = None, gpus: int | None = None) -> bool:
     """Connect to the cluster at ``address``, or start a local one for this run (``cpus``: default all of this
     machine's). Workers find headprune through PYTHONPATH (the same path on every node). Returns True if this
@@ -109,6 +150,7 @@ def init_ray(*, address: str | None = None, cpus: int | None = None, gpus: int |
     env = {"PYTHONPATH": os.pathsep.join(p for p in (str(SOURCE_ROOT), os.environ.get("PYTHONPATH", "")) if p),
            "TOKENIZERS_PARALLELISM": "false"}
     if address:
+        check_reachable(address)
         ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False)
     else:
         ray.init(num_cpus=cpus or os.cpu_count(), num_gpus=gpus, include_dashboard=False, log_to_driver=False,

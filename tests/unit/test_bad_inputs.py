@@ -8,6 +8,7 @@ Also: inputs that look odd but are valid (CRLF, BOM, CR-only line ends) read exa
 from __future__ import annotations
 
 import json
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -69,6 +70,18 @@ def _plan(ctx: Ctx, data) -> StudyPlan:
 
 PLAN = {"name": "p", "description": "d", "tasks": ["pos"], "langs": ["en"]}
 RUN = ["--max-train", "20", "--epochs", "1"]  # when a row would train, it trains little (it must not get there)
+
+
+def _sweep_spec(ctx: Ctx, **fields) -> Path:
+    return ctx.write("sweep.json", json.dumps({"name": "s", "models": [ctx.model], "tasks": ["pos"], "langs": ["en"],
+                                               "train": {"max_train_sentences": 20, "epochs": 1.0}, **fields}))
+
+
+def _free_port() -> int:
+    """A local TCP port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def _corrupt_entry(ctx: Ctx, how: str) -> Store:
@@ -226,6 +239,17 @@ ROWS: list[tuple[str, Callable, type, str]] = [
                                                        "polarity-en=" + str(c.write("p.csv", "label,text\n1,a\n"))),
      CliFailed, "error: --data polarity-en={d}/p.csv: this command does not use task 'polarity-en' (it runs pos, "
                 "name), so that source would be ignored"),
+    # --- sweeps ---------------------------------------------------------------------------------------------------
+    ("sweep-nothing-listening", lambda c, cap: cli(c, cap, "sweep", _sweep_spec(c), "--address",
+                                                   f"127.0.0.1:{_free_port()}"), CliFailed,
+     "error: no Ray cluster at 127.0.0.1:...: Connection refused (start one there with 'ray start "
+     "--head', or leave --address out for a local cluster)"),
+    ("sweep-address-not-host-port", lambda c, cap: cli(c, cap, "sweep", _sweep_spec(c), "--address", "myhost"),
+     CliFailed, "error: --address 'myhost': expected HOST:PORT (e.g. 10.0.0.5:6379, from 'ray start --head')"),
+    ("sweep-huge-grid", lambda c, cap: cli(c, cap, "sweep", _sweep_spec(c, seeds=list(range(1_000_000))),
+                                           "--dry-run"), CliFailed,
+     "error: {d}/sweep.json: the grid has 1,000,000 points (1 models x 1 data x 1000000 seeds); a sweep has at "
+     "most 1,000: split it into several specs"),
     # --- plan files -----------------------------------------------------------------------------------------------
     ("plan-bad-json", lambda c, _: _plan(c, '{"name": "p",}'), ValueError,
      "{d}/plan.json: not valid JSON (line 1 column 14: Expecting property name enclosed in double quotes); "

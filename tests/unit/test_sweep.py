@@ -299,3 +299,28 @@ def test_a_plans_gradts_validation_is_one_sweep_job(tiny_cache, tmp_path, monkey
     assert how.startswith("measured") and big == pytest.approx(30 * small)
     with pytest.raises(ValueError, match="gradts: unknown GradTS plan 'nope'"):
         SweepSpec.from_dict(_spec(model, gradts=["nope"]))
+
+
+def test_an_address_is_checked_before_ray_waits_on_it():
+    """Where nothing listens, refused at once; where something takes connections but is no Ray cluster, or the
+    host never answers, given up at the timeout; each error names the address (Ray alone retries for minutes)."""
+    import socket
+    import threading
+
+    from headprune_core.plans.sweep_ray import check_reachable
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        threading.Thread(target=lambda: [server.accept() for _ in range(50)], daemon=True).start()
+        with pytest.raises(RuntimeError, match=rf"no Ray cluster at 127\.0\.0\.1:{port}: something takes "
+                                               r"connections there, but no Ray answered within 5 s"):
+            check_reachable(f"127.0.0.1:{port}", timeout=5)
+    with socket.socket() as unused:  # bound, never listening: nothing takes connections there
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+        with pytest.raises(RuntimeError, match=rf"no Ray cluster at 127\.0\.0\.1:{port}: Connection refused \("):
+            check_reachable(f"127.0.0.1:{port}", timeout=2)
+    with pytest.raises(RuntimeError, match=r"no Ray cluster at 10\.255\.255\.1:6379: "):
+        check_reachable("10.255.255.1:6379", timeout=3)
+    check_reachable("auto")  # Ray's own lookup, and ray:// client addresses, are Ray's to resolve
