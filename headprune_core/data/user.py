@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from headprune_core.base.files import check_name, remove_dir
+from headprune_core.base.files import check_name, key_lock, remove_dir
 from headprune_core.base.specs import canonical_json
 from headprune_core.data.corpora import SPLITS, write_corpus
 from headprune_core.data.formats import CorpusError, TextRecord, TokenRecord
@@ -101,8 +101,18 @@ def register(name: str, lang: str, files: Sequence[str | Path] | None = None, *,
             "description": description or f"user data {name} ({lang})", "origin": origin,
             "source": f"registered user data: {origin}", "licence": "the user's own data",
             "fingerprint": records_fingerprint(records, index)}
-    write_corpus(name, lang, records, meta, folder=final, splits=index)
-    return json.loads((final / "meta.json").read_text(encoding="utf-8"))
+    with name_lock(name, lang):  # two registrations of one name at once: the second sees the first's
+        if final.exists() and not replace:
+            raise AlreadyRegistered(f"a corpus {name}/{lang} was registered while this one was read ({final}); "
+                                    "replace it with --force (replace=True) or pick another name")
+        write_corpus(name, lang, records, meta, folder=final, splits=index)
+        return json.loads((final / "meta.json").read_text(encoding="utf-8"))
+
+
+def name_lock(name: str, lang: str):
+    """The inter-process lock of one registered name and language (``<cache>/data/.locks/``; the OS releases it
+    when its holder dies): registering and removing hold it, and check the folder again under it."""
+    return key_lock(data_root() / ".locks" / f"{name}.{lang}.lock")
 
 
 def _check_labels(by_split: dict[str, list], labels: list[str], kind: str) -> None:
@@ -137,7 +147,8 @@ def remove(name: str, lang: str | None = None) -> list[Path]:
                        f"{', '.join(f'{n}/{l}' for n, ls in registered().items() for l in ls) or 'none'}")
     gone = []
     for l in ([lang] if lang else list(found)):
-        remove_dir(user_dir(name, l))
+        with name_lock(name, l):
+            remove_dir(user_dir(name, l))
         gone.append(user_dir(name, l))
     parent = data_root() / name
     if parent.is_dir() and not any(parent.iterdir()):

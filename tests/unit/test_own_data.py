@@ -140,6 +140,43 @@ def test_register_validate_and_never_touch_what_is_registered(tiny_cache, tmp_pa
     assert "mytags" not in registered()
 
 
+def test_two_registrations_of_one_name_at_once_one_wins(tiny_cache, tmp_path, monkeypatch):
+    """Both read their files before either writes (a barrier holds them there): under the per-name lock the
+    second sees the first's corpus and is refused, so nothing is silently replaced."""
+    import threading
+
+    import headprune_core.data.user as user
+    read = user.read_splits
+    barrier = threading.Barrier(2, timeout=30)
+
+    def read_then_wait(*args, **kwargs):
+        out = read(*args, **kwargs)
+        barrier.wait()
+        return out
+
+    monkeypatch.setattr(user, "read_splits", read_then_wait)
+    files = {who: token_files(tmp_path / who, "conll") for who in ("a", "b")}
+    outcome: dict[str, object] = {}
+
+    def add(who):
+        try:
+            outcome[who] = register("raced", "sw", files[who], description=f"from {who}")["description"]
+        except AlreadyRegistered as err:
+            outcome[who] = err
+
+    threads = [threading.Thread(target=add, args=(who,)) for who in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    won = [who for who, o in outcome.items() if isinstance(o, str)]
+    lost = [o for o in outcome.values() if isinstance(o, AlreadyRegistered)]
+    assert len(won) == 1 and len(lost) == 1, outcome
+    assert "was registered while this one was read" in str(lost[0])
+    assert registered()["raced"]["sw"]["description"] == f"from {won[0]}"
+    remove("raced")
+
+
 def test_study_sources_are_per_study(tiny_cache, tmp_path):
     root, model = tiny_cache
     files = ",".join(map(str, token_files(tmp_path / "own", "conll")))
