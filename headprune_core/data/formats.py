@@ -48,6 +48,13 @@ class TokenRecord:
         line = self.lines[i] if i < len(self.lines) else (self.lines[0] if self.lines else 0)
         return f"{self.path}:{line}"
 
+    def __post_init__(self):
+        if self.tokens and max(len(t) if isinstance(t, str) else 0 for t in self.tokens) > MAX_TOKEN_CHARS:
+            i = next(i for i, t in enumerate(self.tokens) if isinstance(t, str) and len(t) > MAX_TOKEN_CHARS)
+            raise CorpusError(f"{self.where(i)}: a word of {len(self.tokens[i]):,} characters "
+                              f"({_short(self.tokens[i])}); a word has at most {MAX_TOKEN_CHARS:,} (is this "
+                              "text without spaces, or not a token file?)")
+
 
 @dataclass
 class TextRecord:
@@ -62,8 +69,24 @@ class TextRecord:
     def where(self) -> str:
         return f"{self.path}:{self.line}"
 
+    def __post_init__(self):
+        for name in ("text", "text_pair"):
+            value = getattr(self, name)
+            if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+                raise CorpusError(f"{self.where()}: a {name} of {len(value):,} characters; at most "
+                                  f"{MAX_TEXT_CHARS:,} (the model reads only its first few hundred words)")
+
 
 MAX_WORDS = 5000  # more words in one sentence means blank lines between sentences are missing
+MAX_TOKEN_CHARS = 1000
+"""The longest word a token file may hold: a longer one is text without spaces or a blob, and a tokenizer given
+tens of megabytes as one word takes gigabytes."""
+MAX_TEXT_CHARS = 100_000
+"""The longest text (or text pair) of a sentence task's example: the model reads its first ``max_length``
+tokens, and a tokenizer given megabytes of one text takes gigabytes."""
+MAX_LABELS = 10_000
+"""The most labels a task may have: more is a column of numbers or ids taken for labels (an integer tag of
+10**9 would otherwise make a label for every integer below it)."""
 
 
 class CorpusError(ValueError):
@@ -247,6 +270,23 @@ def read_jsonl(path: str | Path) -> list[TokenRecord] | list[TextRecord]:
     return out
 
 
+def _csv_rows(reader, name: str) -> Iterator:
+    """The rows of a ``csv`` reader; its errors (a field over the csv module's limit, a stray quote) become
+    :class:`CorpusError` naming the file and line."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            line = reader.line_num
+            if "field larger than field limit" in str(err):
+                raise CorpusError(f"{name}:{line}: a field of more than {csv.field_size_limit():,} characters; a "
+                                  f"text has at most {MAX_TEXT_CHARS:,} (the model reads only its first few "
+                                  "hundred words)") from None
+            raise CorpusError(f"{name}:{line}: not valid CSV ({err})") from None
+
+
 def read_csv(path: str | Path, *, order: tuple[str, str] = ("label", "text")) -> list[TextRecord]:
     """``label,text`` rows (or ``order``); a header row naming label and text overrides the order."""
     name = str(path)
@@ -255,7 +295,7 @@ def read_csv(path: str | Path, *, order: tuple[str, str] = ("label", "text")) ->
         reader = csv.reader(f)
         first = True
         start = 1
-        for row in reader:
+        for row in _csv_rows(reader, name):
             no, start = start, reader.line_num + 1
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
@@ -382,7 +422,8 @@ def _table_rows(path: str | Path, fmt: str) -> list[dict]:
                     raise CorpusError(f"{path}:{no}: invalid JSON ({err.msg}): {_short(raw.strip())}") from None
         return rows
     with io.StringIO(read_text(path), newline="") as f:
-        return [dict(r) for r in csv.DictReader(f)]
+        reader = csv.DictReader(f)
+        return [dict(r) for r in _csv_rows(reader, str(path))]
 
 
 def read_parquet(path: str | Path, *, columns: tuple[str, ...] = ()) -> list:

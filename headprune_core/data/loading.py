@@ -24,7 +24,15 @@ import pyarrow as pa
 
 from headprune_core.base.files import read_json
 from headprune_core.data.corpora import PREPARE_HINT, SPLIT_SEED, SPLITS, corpus_dir, is_prepared, split_indices
-from headprune_core.data.formats import CorpusError, FileFormat, TextRecord, TokenRecord, read_file, read_jsonl
+from headprune_core.data.formats import (
+    MAX_LABELS,
+    CorpusError,
+    FileFormat,
+    TextRecord,
+    TokenRecord,
+    read_file,
+    read_jsonl,
+)
 from headprune_core.data.registry import TASKS, TaskInfo, UnknownName, check_language, get_task, user_dir
 from headprune_core.data.tagsets import UNIVERSAL_TAGS, TagMapper
 
@@ -122,8 +130,20 @@ def infer_labels(records_by_split: Mapping[str, list], kind: str) -> list[str]:
     values = [v for records in records_by_split.values() for rec in records
               for v in (rec.tags if kind == "token" else [rec.label])]
     if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return [str(i) for i in range(max(values) + 1)]  # indices: names are the indices themselves
+        low, high = min(values), max(values)
+        if low < 0 or high >= MAX_LABELS:
+            bad = low if low < 0 else high
+            rec, i = next((rec, i) for records in records_by_split.values() for rec in records
+                          for i, v in enumerate(rec.tags if kind == "token" else [rec.label]) if v == bad)
+            raise CorpusError(f"{rec.where(i) if kind == 'token' else rec.where()}: label index {bad:,}: integer "
+                              f"labels are indices 0 to {MAX_LABELS - 1:,} (give the label names with labels= / "
+                              "a label column of names)")
+        return [str(i) for i in range(high + 1)]  # indices: names are the indices themselves
     seen = {str(v) for v in values}
+    if len(seen) > MAX_LABELS:
+        first = next((rec for records in records_by_split.values() for rec in records), None)
+        raise CorpusError(f"{first.path if first else 'the data'}: {len(seen):,} distinct labels; a task has at "
+                          f"most {MAX_LABELS:,} (is the label column an id or a number?)")
     labels = sorted(seen)
     if "O" in seen:
         labels = ["O"] + [l for l in labels if l != "O"]

@@ -148,6 +148,27 @@ ROWS: list[tuple[str, Callable, type, str]] = [
     ("very-long-sentence", lambda c, _: read_file(c.write("a.conll", "w\tNOUN\n" * 6000)), CorpusError,
      "{d}/a.conll:1: a sentence of 6000 words (lines 1-6000); more than 5000 words means the blank lines "
      "between sentences are missing"),
+    ("huge-word", lambda c, _: read_file(c.write("a.conll", "the\tDET\n" + "x" * 20_000_000 + "\tNOUN\n")),
+     CorpusError, "{d}/a.conll:2: a word of 20,000,000 characters ('xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                  "xxxxxx...'); a word has at most 1,000 (is this text without spaces, or not a token file?)"),
+    ("huge-text", lambda c, _: read_file(c.write("a.csv", "label,text\npos," + "y" * 200_001 + "\n")),
+     CorpusError, "{d}/a.csv:2: a field of more than 131,072 characters; a text has at most 100,000 (the model reads "
+                  "only its first few hundred words)"),
+    ("long-text", lambda c, _: read_file(c.write("a.jsonl", '{"text": "' + "y" * 100_001 + '", "label": "p"}\n')),
+     CorpusError, "{d}/a.jsonl:1: a text of 100,001 characters; at most 100,000 (the model reads only its first few "
+                  "hundred words)"),
+    ("huge-integer-tag", lambda c, _: c.local('{"tokens": ["a", "b"], "tags": [0, 1000000000]}\n',
+                                              test='{"tokens": ["a"], "tags": [0]}\n', suffix=".jsonl", task="x"),
+     CorpusError, "{d}/train.jsonl:1: label index 1,000,000,000: integer labels are indices 0 to 9,999 (give the "
+                  "label names with labels= / a label column of names)"),
+    ("negative-integer-label", lambda c, _: c.local('{"text": "a", "label": -3}\n', test='{"text": "b", "label": 0}\n',
+                                                    suffix=".jsonl", task="x"),
+     CorpusError, "{d}/train.jsonl:1: label index -3: integer labels are indices 0 to 9,999 (give the label names "
+                  "with labels= / a label column of names)"),
+    ("too-many-labels", lambda c, _: c.local("".join(f'{{"text": "t", "label": "id{i}"}}\n' for i in range(10_001)),
+                                             test='{"text": "b", "label": "id0"}\n', suffix=".jsonl", task="x"),
+     CorpusError, "{d}/train.jsonl: 10,001 distinct labels; a task has at most 10,000 (is the label column an id "
+                  "or a number?)"),
     ("unknown-suffix", lambda c, _: read_file(c.write("a.xlsx", "x")), ValueError,
      "cannot tell the format of {d}/a.xlsx from its suffix; pass format= one of conll, conllu, jsonl, csv, parquet"),
     ("missing-file", lambda c, _: read_file(c.d / "gone.conll"), FileNotFoundError,
