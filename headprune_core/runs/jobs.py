@@ -51,6 +51,8 @@ def run_jobs(jobs: Sequence[Job], store: Store, *, on_job: OnJob | None = None) 
     """
     start = time.perf_counter()
     computed = 0
+    if any(not store.has(job.cfg) for job in jobs):
+        store.check_writable()  # a read-only cache fails here, before the first computation, naming the folder
     for i, job in enumerate(jobs):
         cached = store.has(job.cfg)
         if on_job is not None:

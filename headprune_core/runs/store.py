@@ -13,11 +13,14 @@ safetensors.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
+import os
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -33,6 +36,16 @@ from headprune_core.runs.config import SCHEMA_VERSION, RunConfig
 log = logging.getLogger(__name__)
 
 ENTRY = "entry.json"
+
+
+class CacheWriteError(OSError):
+    """The cache folder cannot take a result (read-only, full, no permission); the message names the folder."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
 
 
 class CorruptEntry(ValueError):
@@ -83,6 +96,24 @@ class Store:
         self.root = Path(root) if root is not None else cache_root() / "runs"
         check_folder(self.root, "cache folder")
         self.computations = 0  # computations this Store ran (a key another process computed meanwhile is read)
+        self._writable = False
+
+    def check_writable(self) -> None:
+        """Raise :class:`CacheWriteError` naming the folder when a result could not be stored in it (a read-only
+        or foreign folder), before anything is computed; reading cached entries needs no write. Checked once per
+        Store, by creating and removing a probe file."""
+        if self._writable:
+            return
+        probe = self.root / f".write-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            os.unlink(probe)
+        except OSError as err:
+            raise CacheWriteError(err.errno, f"the cache folder {self.root} cannot be written ({err.strerror}), so "
+                                             "no result could be stored and nothing was computed; use a writable "
+                                             "folder (--cache DIR or HEADPRUNE_CACHE). What is cached there can "
+                                             "still be read.") from None
+        self._writable = True
 
     def path_for(self, cfg: RunConfig) -> Path:
         return self.root / cfg.kind / cfg.key()
@@ -131,15 +162,23 @@ class Store:
                              f"({', '.join(empty)}): build configs through Study so the key says what model "
                              "and data it describes")
         final = self.path_for(cfg)
-        with atomic_dir(final, replace=lambda existing: not _is_valid(existing, cfg)) as tmp:
-            (tmp / "config.json").write_text(json.dumps(
-                {"kind": cfg.kind, "schema": SCHEMA_VERSION, "version": cfg.version, "key": cfg.key(),
-                 "config": cfg.to_dict()}, indent=2, sort_keys=True, ensure_ascii=False), encoding="utf-8")
-            records = [_write_artifact(tmp, name, value) for name, value in artifacts.items()]
-            (tmp / ENTRY).write_text(json.dumps(
-                {"artifacts": records, "created": time.time(), "schema": SCHEMA_VERSION, "key": cfg.key(),
-                 "seconds": None if seconds is None else round(float(seconds), 3), "threads": threads},
-                indent=2), encoding="utf-8")
+        try:
+            with atomic_dir(final, replace=lambda existing: not _is_valid(existing, cfg)) as tmp:
+                (tmp / "config.json").write_text(json.dumps(
+                    {"kind": cfg.kind, "schema": SCHEMA_VERSION, "version": cfg.version, "key": cfg.key(),
+                     "config": cfg.to_dict()}, indent=2, sort_keys=True, ensure_ascii=False), encoding="utf-8")
+                records = [_write_artifact(tmp, name, value) for name, value in artifacts.items()]
+                (tmp / ENTRY).write_text(json.dumps(
+                    {"artifacts": records, "created": time.time(), "schema": SCHEMA_VERSION, "key": cfg.key(),
+                     "seconds": None if seconds is None else round(float(seconds), 3), "threads": threads},
+                    indent=2), encoding="utf-8")
+        except OSError as err:
+            if err.errno not in _FULL or isinstance(err, CacheWriteError):
+                raise
+            raise CacheWriteError(err.errno, f"could not store the {cfg.kind} result {cfg.key()} in the cache folder "
+                                             f"{self.root} ({err.strerror}); nothing half-written was kept and the "
+                                             "entries finished before it are intact: free space there (or use "
+                                             "another --cache) and run the same command again") from err
         return final
 
     def get_part(self, cfg: RunConfig, name: str) -> Any | None:
@@ -178,6 +217,7 @@ class Store:
         found = self.get(cfg)
         if found is not None:
             return found
+        self.check_writable()
         with key_lock(self.lock_path(cfg)):
             found = self.get(cfg)
             if found is not None:

@@ -140,6 +140,66 @@ def test_crash_between_write_and_rename_leaves_no_entry(tmp_path, monkeypatch):
     assert len(calls) == 2 and store.has(SC)
 
 
+def test_disk_full_while_writing_leaves_no_half_entry_and_a_rerun_completes(tmp_path, monkeypatch):
+    """ENOSPC in the middle of an artifact (half of it written): a clear error naming the cache folder, no entry
+    and no temp folder left, the entry written before it intact; once there is room the same call completes."""
+    import errno
+
+    from headprune_core.runs import store as store_mod
+    store = Store(tmp_path)
+    store.get_or_compute(SC.replace(lang="fr"), _scores)  # written before the disk filled
+    write = store_mod._write_artifact
+
+    def fill_up(folder, name, value):
+        (folder / f"{name}.part").write_bytes(b"x" * 1000)  # what got onto the disk before it was full
+        raise OSError(errno.ENOSPC, "No space left on device", str(folder / f"{name}.part"))
+
+    monkeypatch.setattr(store_mod, "_write_artifact", fill_up)
+    with pytest.raises(store_mod.CacheWriteError) as info:
+        store.get_or_compute(SC, _scores)
+    assert str(info.value) == (f"could not store the score result {SC.key()} in the cache folder {tmp_path} (No space "
+                               "left on device); nothing half-written was kept and the entries finished before it "
+                               "are intact: free space there (or use another --cache) and run the same command again")
+    assert info.value.errno == errno.ENOSPC
+    assert not store.path_for(SC).exists() and [p.name for p in (tmp_path / "score").iterdir()] == [
+        store.path_for(SC.replace(lang="fr")).name]  # no half entry, no temp folder
+    assert store.get(SC.replace(lang="fr")) is not None
+    monkeypatch.setattr(store_mod, "_write_artifact", write)
+    assert store.get_or_compute(SC, _scores)["meta"] == {"n": 3} and store.has(SC)
+
+
+def test_a_read_only_cache_fails_before_any_computation(tmp_path, monkeypatch):
+    """A cache folder that refuses writes (simulated at os.open: tests run as root, whom chmod does not stop):
+    the error names the folder and comes before compute is called; reading what is cached still works."""
+    import errno
+
+    from headprune_core.runs import store as store_mod
+    from headprune_core.runs.jobs import Job, run_jobs
+    cached = Store(tmp_path)
+    cached.get_or_compute(SC.replace(lang="fr"), _scores)
+    real_open = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if str(path).startswith(str(tmp_path)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(store_mod.os, "open", read_only)
+    store, calls = Store(tmp_path), []
+    assert store.get(SC.replace(lang="fr"))["meta"] == {"n": 3}  # reading works
+    message = (f"the cache folder {tmp_path} cannot be written (Read-only file system), so no result could be "
+               "stored and nothing was computed; use a writable folder (--cache DIR or HEADPRUNE_CACHE). What is "
+               "cached there can still be read.")
+    with pytest.raises(store_mod.CacheWriteError) as info:
+        store.get_or_compute(SC, lambda: calls.append(1) or _scores())
+    assert str(info.value) == message and not calls
+    jobs = [Job("cached", SC.replace(lang="fr"), lambda: calls.append(1)), Job("new", SC, lambda: calls.append(1))]
+    with pytest.raises(store_mod.CacheWriteError, match="cannot be written"):
+        run_jobs(jobs, Store(tmp_path))
+    assert not calls
+    assert run_jobs(jobs[:1], Store(tmp_path))["computed"] == 0  # all cached: nothing to write, no error
+
+
 def _damage(path, how: str) -> None:
     if how == "truncate_npy":
         (path / "scores.npy").write_bytes((path / "scores.npy").read_bytes()[:20])
