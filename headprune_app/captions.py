@@ -371,3 +371,11 @@ SWEEPS = ("Grids of studies run on Ray (`python -m headprune_core sweep SPEC.jso
 def sweep_stopped(name: str) -> str:
     return (f"Sweep '{name}' stopped before it finished (its driver process is gone): run the same command again "
             "to go on from what is cached.")
+
+
+def cache_space(total: int, free: int) -> str:
+    """The Runs page's caption over the cache's space table."""
+    return (f"{total / 1e6:.1f} MB in all (results, the embedded model and corpora, registered data). "
+            + (f"{free / 1e6:.1f} MB can go: stale results (an older headprune wrote them; never read), corrupt ones, "
+               "temp folders of processes that died and uploads older than a day ('headprune cache gc' does the "
+               "same)." if free else "Nothing to free: no stale or corrupt results, no leftovers."))

@@ -12,6 +12,7 @@ import streamlit as st
 from headprune_app import captions
 from headprune_core.plans.plan import StudyPlan
 from headprune_core.plans.progress import list_sweeps, progress_summary
+from headprune_core.runs.inventory import collect, scan, summary
 
 
 def entries_table(entries) -> pd.DataFrame:
@@ -80,3 +81,23 @@ def sweeps_panel() -> None:
     # the fragment is made on each page run: whether one runs now decides how often it refreshes
     running = any(r.get("state") == "running" for r in list_sweeps())
     st.fragment(_sweeps, run_every=5 if running else None)()
+
+
+def cache_panel(root) -> None:
+    """What the cache folder takes, by area and state (as ``headprune cache du``), the stale, corrupt and
+    leftover items by name, and a button that removes them (``headprune cache gc``)."""
+    items = scan(root)
+    free = [i for i in items if i.removable]
+    st.subheader("Cache space")
+    st.caption(captions.cache_space(sum(i.size for i in items), sum(i.size for i in free)))
+    st.dataframe(pd.DataFrame(summary(items)), hide_index=True, key="cache_du")
+    if not free:
+        return
+    st.dataframe(pd.DataFrame([{"state": i.state, "where": str(i.path.relative_to(root)), "MB": round(i.size / 1e6, 3),
+                                "why": i.reason} for i in free]), hide_index=True, key="cache_free")
+    sure = st.checkbox(f"Yes, remove these {len(free)} items", key="gc_sure")
+    if st.button(f"Free {sum(i.size for i in free) / 1e6:.1f} MB", disabled=not sure, key="gc"):
+        res = collect(root, dry_run=False)
+        st.session_state.pop("gc_sure", None)
+        st.success(f"Removed {len(res['removed'])} items, {res['bytes'] / 1e6:.1f} MB."
+                   + (f" Left {len(res['skipped'])} (in use)." if res["skipped"] else ""))

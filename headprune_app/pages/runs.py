@@ -1,5 +1,7 @@
 """Runs: what is in the cache (config, size, date), deleting entries, and launching a whole study."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from headprune_app import cached, runs_view
@@ -36,6 +38,7 @@ else:
             st.rerun()
 
 runs_view.sweeps_panel()
+runs_view.cache_panel(Path(cached.root()))
 
 st.subheader("Launch a study")
 plans, _ = available_plans()

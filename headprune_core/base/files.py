@@ -61,20 +61,23 @@ def clean_stale_temps(parent: Path) -> list[Path]:
         candidates = [p for p in os.scandir(parent) if p.name.startswith(TMP_PREFIX)]
     except OSError:
         return removed
-    now = time.time()
     for entry in candidates:
-        parts = entry.name.rsplit(".", 3)  # <prefix+dest.tag>, host, pid, random
-        try:
-            host, pid = parts[1], int(parts[2])
-            age = now - entry.stat(follow_symlinks=False).st_mtime
-        except (IndexError, ValueError, OSError):
-            continue
-        dead = (host == _HOST and pid != os.getpid() and not pid_alive(pid)) or \
-               (host != _HOST and age > STALE_SECONDS)
-        if dead:
+        if temp_is_dead(Path(entry.path)):
             _remove(Path(entry.path))
             removed.append(Path(entry.path))
     return removed
+
+
+def temp_is_dead(path: Path) -> bool:
+    """Whether a temp folder of ours (``.tmp-<dest>.<tag>.<host>.<pid>.<random>``) was left by a process that
+    died (this host), or is older than a day (another host); False for names we cannot read."""
+    parts = path.name.rsplit(".", 3)  # <prefix+dest.tag>, host, pid, random
+    try:
+        host, pid = parts[1], int(parts[2])
+        age = time.time() - path.lstat().st_mtime
+    except (IndexError, ValueError, OSError):
+        return False
+    return (host == _HOST and pid != os.getpid() and not pid_alive(pid)) or (host != _HOST and age > STALE_SECONDS)
 
 
 def _remove(path: Path) -> None:

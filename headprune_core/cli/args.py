@@ -293,10 +293,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an earlier headprune output in --out (never "
                                                         "anything else)")
 
-    p = sub.add_parser("ls", help="list cache entries")
+    cache_commands(sub)
+    return parser
+
+
+def cache_commands(sub) -> None:
+    """ls, show, rm, export and ``cache ls | du | gc``."""
+    p = sub.add_parser("ls", help="list cache entries (stale and corrupt ones named as such)")
     p.add_argument("--kind", default=None)
     p.add_argument("--cache", default=None)
-    for name, text in (("show", "show one cache entry"), ("rm", "delete cache entries")):
+    for name, text in (("show", "show one cache entry"), ("rm", "delete cache entries (corrupt ones too)")):
         p = sub.add_parser(name, help=text)
         p.add_argument("key", nargs="+" if name == "rm" else None, help="key (or unique prefix)")
         p.add_argument("--cache", default=None)
@@ -306,4 +312,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="-", help="a new file (default: standard output)")
     p.add_argument("--force", action="store_true", help="replace an earlier headprune export in --out")
     p.add_argument("--cache", default=None)
-    return parser
+    p = sub.add_parser("cache", help="what the cache folder holds and takes (ls, du) and freeing it (gc)")
+    what = p.add_subparsers(dest="cache_command", required=True)
+    q = what.add_parser("ls", help="every item: result entries (ok, stale, corrupt), temp folders, uploads")
+    q.add_argument("--stale", action="store_true", help="only what 'cache gc' would remove")
+    q.add_argument("--cache", default=None)
+    q = what.add_parser("du", help="space taken, by area and state, largest first")
+    q.add_argument("--cache", default=None)
+    q = what.add_parser("gc", help="remove stale and corrupt entries, temp folders of dead processes and "
+                                   "uploads older than a day (never outside the cache, never through a link)")
+    q.add_argument("--dry-run", action="store_true", help="say what would go and how much space it frees")
+    q.add_argument("--cache", default=None)

@@ -106,6 +106,7 @@ class Store:
             return
         probe = self.root / f".write-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
+            self.root.mkdir(parents=True, exist_ok=True)
             os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             os.unlink(probe)
         except OSError as err:

@@ -106,6 +106,25 @@ def test_runs_page_deletes_entries(cache_copy, monkeypatch):
     assert [m.value for m in at.metric if m.label == "missing"] == ["2"]
 
 
+def test_runs_page_frees_stale_and_corrupt_entries(cache_copy, monkeypatch):
+    """A corrupt entry shows in the Runs page's space table and list; the button removes it, and nothing else."""
+    store = Store(cache_copy / "runs")
+    victim = store.entries("curve")[0]
+    (victim.path / "entry.json").write_text("{")
+    before = len(store.entries())
+    at = make_app(cache_copy, monkeypatch)
+    at.run()
+    run_page(at, "runs")
+    assert not at.exception
+    freeable = at.dataframe[-1].value  # the last table: what can go (AppTest's dataframes carry no key)
+    assert freeable["state"].tolist() == ["corrupt"] and victim.key in freeable["where"].iloc[0]
+    assert at.button(key="gc").disabled
+    at.checkbox(key="gc_sure").check().run()
+    at.button(key="gc").click().run()
+    assert not at.exception and not victim.path.exists() and len(store.entries()) == before
+    assert any("Removed 1 items" in s.value for s in at.success)
+
+
 @pytest.mark.slow
 def test_runs_page_launches_a_study_with_progress(no_runs_cache, tmp_path, monkeypatch):
     import shutil
