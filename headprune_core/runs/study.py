@@ -94,7 +94,7 @@ class Study:
         self._loaded = None
         self._base: Study | None = None  # a Study this one shares its loaded model with (with_sources)
         self._data: dict[tuple[str, str], Any] = {}
-        self._rows: dict[tuple[str, str, str], list[bytes]] = {}
+        self._rows: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = {}  # row digests, which are known
         self._tokenized: dict[tuple[str, str, str, int], tuple[Any, dict]] = {}
         self._heldout: dict[tuple[str, str, str], Any] = {}
         self._models: dict[str, HeadedEncoder] = {}
@@ -164,39 +164,56 @@ class Study:
 
     def read_fp(self, task: str, lang: str, split: str, limit: int | None, *, seed: int = 0,
                 rows: tuple[int, ...] | None = None) -> str:
-        """Fingerprint of exactly the examples a run reads: the content of ``subset(split, limit, seed)`` (or of
+        """Fingerprint of exactly the examples a run reads: the content of the rows ``subset_indices(len(split), limit, seed)`` (or of
         the given ``rows``), in order, with the label names and the task kind. A changed sentence or label gives
         a new key."""
-        key = (task, lang, split)
-        if key not in self._rows:
-            self._rows[key] = [hashlib.sha256(canonical_json(row).encode()).digest()
-                               for row in self._split(task, lang, split).to_list()]
-        stored = self._rows[key]
+        ds = self._split(task, lang, split)
+        n = len(ds)
         d = self.data(task, lang)
         h = hashlib.sha256(canonical_json({"task": task, "lang": lang, "kind": d.kind,
                                            "labels": list(d.labels)}).encode())
-        if rows is not None and rows and max(rows) >= len(stored):
-            raise ValueError(f"{task}/{lang} {split} has {len(stored)} rows; row {max(rows)} was asked for")
-        for i in (subset_indices(len(stored), limit, seed=seed) if rows is None else rows):
-            h.update(stored[i])
+        if rows is not None and rows and max(rows) >= n:
+            raise ValueError(f"{task}/{lang} {split} has {n} rows; row {max(rows)} was asked for")
+        wanted = subset_indices(n, limit, seed=seed) if rows is None else list(rows)
+        for digest in self._row_digests((task, lang, split), ds, wanted):
+            h.update(digest)
         return h.hexdigest()[:16]
 
-    def tokenized(self, task: str, lang: str, split: str, max_length: int):
-        """Tokenised split (input_ids, attention_mask, labels) and its alignment stats."""
-        key = (task, lang, split, max_length)
+    def _row_digests(self, key: tuple[str, str, str], ds, wanted: list[int], *, batch: int = 10_000):
+        """The SHA-256 of each of rows ``wanted`` of ``ds``: only those rows are read, 10,000 at a time (a split of
+        500,000 sentences is never a Python list), and each digest is kept for the next call (32 bytes a row)."""
+        if key not in self._rows:
+            self._rows[key] = (np.zeros((len(ds), 32), dtype=np.uint8), np.zeros(len(ds), dtype=bool))
+        digests, done = self._rows[key]
+        todo = sorted({i for i in wanted if not done[i]})
+        for start in range(0, len(todo), batch):
+            part = todo[start:start + batch]
+            for i, row in zip(part, ds.select(part).to_list()):
+                digests[i] = np.frombuffer(hashlib.sha256(canonical_json(row).encode()).digest(), dtype=np.uint8)
+                done[i] = True
+        return [digests[i].tobytes() for i in wanted]
+
+    def tokenized(self, task: str, lang: str, split: str, max_length: int, rows: list[int] | None = None):
+        """The tokenised ``rows`` of a split (all when None), in that order: input_ids, attention_mask, labels,
+        and their alignment stats. Only those rows are tokenised (each row alone, so a row's ids do not depend on
+        which others are asked): a run reading 200 sentences of a 500,000-sentence split tokenises 200."""
+        key = (task, lang, split, max_length, None if rows is None else _rows_key(rows))
         if key not in self._tokenized:
             d = self.data(task, lang)
             fn = tokenize_token_task if d.kind == "token" else tokenize_sentence_task
-            ds, stats = fn(self._split(task, lang, split), self.loaded.tokenizer, max_length=max_length)
+            ds = self._split(task, lang, split)
+            if rows is not None and list(rows) != list(range(len(ds))):
+                ds = ds.select(list(rows))
+            ds, stats = fn(ds, self.loaded.tokenizer, max_length=max_length)
             self._tokenized[key] = (ds, _stats_dict(stats))
         return self._tokenized[key]
 
     def eval_batches(self, task: str, lang: str, split: str, limit: int | None, *, max_length: int,
                      batch_size: int = 32, half: int = 0):
         """Batches of the ``limit`` sentences a run reads (``half`` 1 or 2: every other one of them)."""
-        ds, _ = self.tokenized(task, lang, split, max_length)
+        ds, _ = self.tokenized(task, lang, split, max_length,
+                               rows=subset_indices(self.split_size(task, lang, split), limit))
         pad = self.loaded.tokenizer.pad_token_id or 0
-        ds = subset(ds, limit)
         if half:
             ds = ds.select(range(half - 1, len(ds), 2))
         return batches(ds, batch_size=batch_size, pad_id=pad)
@@ -396,11 +413,12 @@ class Study:
         parts: dict[str, list] = {unit: [] for unit in ft.tasks}
         stats = {}
         for unit, (task, lang) in zip(train_unit_names(ft), train_units(ft)):
-            ds, st = self.tokenized(task, lang, "train", ft.max_length)
             rows = ft.kept_rows(unit)
-            parts[unit].append(subset(ds, ft.max_train_sentences, seed=ft.seed) if rows is None
-                               else ds.select(list(rows)))
-            stats[f"{task}/{lang}"] = {**st, "train_sentences": len(parts[unit][-1])}
+            rows = subset_indices(self.split_size(task, lang, "train"), ft.max_train_sentences, seed=ft.seed) \
+                if rows is None else list(rows)
+            ds, st = self.tokenized(task, lang, "train", ft.max_length, rows=rows)
+            parts[unit].append(ds)
+            stats[f"{task}/{lang}"] = {**st, "train_sentences": len(ds)}
         train = {unit: concatenate_datasets(p) if len(p) > 1 else p[0] for unit, p in parts.items() if len(p[0])}
         if not train:
             raise ValueError(f"nothing to train {'+'.join(ft.tasks)} on: every unit has 0 training rows")
@@ -517,12 +535,13 @@ class Study:
         def compute():
             model = self.finetuned(ic.finetune)
             task, lang = split_unit(ic.task)[0], ic.lang
-            ds, _ = self.tokenized(task, lang, ic.split, ic.max_length)
+            picked = subset_indices(self.split_size(task, lang, ic.split), ic.max_sentences, seed=ic.seed)
+            ds, _ = self.tokenized(task, lang, ic.split, ic.max_length, rows=picked)
             # by length (less padding); batches() sorts by length too, stably, so map i is row rows[i]
-            rows = sorted(subset_indices(len(ds), ic.max_sentences, seed=ic.seed),
-                          key=lambda r: len(ds[r]["input_ids"]))
+            order = sorted(range(len(picked)), key=lambda j: len(ds[j]["input_ids"]))
+            rows = [picked[j] for j in order]
             pad = self.loaded.tokenizer.pad_token_id or 0
-            data = batches(ds.select(rows), batch_size=16, pad_id=pad)
+            data = batches(ds.select(order), batch_size=16, pad_id=pad)
             what = f"per-example head maps: {ic.task}"
             self._report(what, 0, len(data))
             start = time.perf_counter()
@@ -567,6 +586,11 @@ class Study:
             self.on_progress(what, done, total)
 
 
+def _rows_key(rows) -> str:
+    """A short stand-in for a list of row indices in a cache key of tokenised rows."""
+    return hashlib.sha256(np.asarray(list(rows), dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
 def subset_indices(size: int, n: int | None, *, seed: int = 0) -> list[int]:
     """Row indices of a seeded random sample of ``n`` of ``size`` rows, in corpus order (all if ``n`` is None
     or larger). Splits keep corpus order, and some corpora are sorted by label: the first ``n`` would be biased.
@@ -574,13 +598,6 @@ def subset_indices(size: int, n: int | None, *, seed: int = 0) -> list[int]:
     if n is None or n >= size:
         return list(range(size))
     return sorted(int(i) for i in np.random.default_rng(seed).permutation(size)[:n])
-
-
-def subset(ds, n: int | None, *, seed: int = 0):
-    """The rows of :func:`subset_indices` of a dataset."""
-    if n is None or n >= len(ds):
-        return ds
-    return ds.select(subset_indices(len(ds), n, seed=seed))
 
 
 def _with_task(data: list[dict], task: str, model: HeadedEncoder) -> list[dict]:

@@ -173,6 +173,15 @@ def test_units_and_errors(tiny_cache, monkeypatch):
         study.finetune_config("nope", ("en",))
     with pytest.raises(ValueError, match="no split 'dev'"):
         study.tokenized("pos", "en", "dev", 64)
+    # only the rows a run reads are tokenised, each as it would be in the whole split; their fingerprints too
+    rows = [9, 2, 14, 3]
+    some, _ = study.tokenized("pos", "en", "test", 64, rows=rows)
+    every, _ = study.tokenized("pos", "en", "test", 64)
+    assert some["input_ids"] == [every[i]["input_ids"] for i in rows]
+    assert some["labels"] == [every[i]["labels"] for i in rows]
+    fresh = Study(model, progress=False)
+    assert fresh.read_fp("pos", "en", "test", None, rows=tuple(rows)) == study.read_fp("pos", "en", "test", None,
+                                                                                       rows=tuple(rows))
     multi = study.finetune_config("pos", ("en", "de"), setting="multi")
     # the setting only says what the training languages mean: the same languages train the same model
     assert multi.train_langs == ("en", "de") and multi.key() == study.finetune_config("pos", ("en", "de")).key()
