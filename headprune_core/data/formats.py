@@ -237,8 +237,13 @@ def read_conllu(path: str | Path, *, column: Literal["upos", "xpos"] = "upos",
 
 def read_jsonl(path: str | Path) -> list[TokenRecord] | list[TextRecord]:
     """Records of a JSONL file: all token records or all sentence records (not mixed)."""
+    return list(iter_jsonl(path))
+
+
+def iter_jsonl(path: str | Path) -> Iterator[TokenRecord | TextRecord]:
+    """The records of a JSONL file one at a time, checked as :func:`read_jsonl` checks them (a caller can encode
+    them in chunks and never hold them all as Python objects)."""
     name = str(path)
-    out: list = []
     kind = None
     for no, raw in _numbered_lines(path):
         if not raw.strip():
@@ -262,12 +267,11 @@ def read_jsonl(path: str | Path) -> list[TokenRecord] | list[TextRecord]:
                 raise CorpusError(f"{name}:{no}: 'tokens' and 'tags' must be lists of equal length")
             if not toks:
                 raise CorpusError(f"{name}:{no}: empty sentence")
-            out.append(_check_length(TokenRecord([str(t) for t in toks], tags, name, [no] * len(toks))))
+            yield _check_length(TokenRecord([str(t) for t in toks], tags, name, [no] * len(toks)))
         else:
             if "label" not in obj or not isinstance(obj["text"], str):
                 raise CorpusError(f"{name}:{no}: expected a string 'text' and a 'label'")
-            out.append(TextRecord(obj["text"], obj["label"], obj.get("text_pair"), name, no))
-    return out
+            yield TextRecord(obj["text"], obj["label"], obj.get("text_pair"), name, no)
 
 
 def _csv_rows(reader, name: str) -> Iterator:

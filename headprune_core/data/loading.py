@@ -30,8 +30,8 @@ from headprune_core.data.formats import (
     FileFormat,
     TextRecord,
     TokenRecord,
+    iter_jsonl,
     read_file,
-    read_jsonl,
 )
 from headprune_core.data.registry import TASKS, TaskInfo, UnknownName, check_language, get_task, user_dir
 from headprune_core.data.tagsets import UNIVERSAL_TAGS, TagMapper
@@ -178,10 +178,9 @@ def load_embedded(task: str, lang: str) -> TaskData:
     if "registered" in info.sources:
         check_language(info, lang)
         folder = user_dir(task, lang)
-        by_split = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS}
         meta = read_json(folder / "meta.json", "registered corpus metadata")
-        return from_records(by_split, info, task, lang, kind=meta["kind"], labels=meta["labels"],
-                             meta={**meta, "source_kind": "registered", "path": str(folder)})
+        return _from_corpus_folder(folder, task, lang, kind=meta["kind"], labels=meta["labels"],
+                                   meta={**meta, "source_kind": "registered", "path": str(folder)})
     if "embedded" not in info.sources:
         raise UnknownName(f"task {task!r} has no embedded corpus; its sources: {', '.join(info.sources)}")
     check_language(info, lang)
@@ -189,10 +188,34 @@ def load_embedded(task: str, lang: str) -> TaskData:
     if not is_prepared(task, lang):
         raise NotPrepared(f"the embedded corpus {task}/{lang} is not prepared (no {folder}); {PREPARE_HINT}")
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    by_split = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS}
-    data = from_records(by_split, info, task, lang, kind=info.kind, labels=meta["labels"],
-                         meta={**meta, "source_kind": "embedded", "path": str(folder)})
-    return data
+    return _from_corpus_folder(folder, task, lang, kind=info.kind, labels=meta["labels"],
+                               meta={**meta, "source_kind": "embedded", "path": str(folder)})
+
+
+CHUNK = 20_000
+"""Records encoded at a time when a prepared or registered corpus is read: a split of 500,000 sentences is never
+held as Python objects all at once, only as Arrow columns."""
+
+
+def _from_corpus_folder(folder: Path, task: str, lang: str, *, kind: str, labels: Sequence[str],
+                        meta: dict) -> TaskData:
+    """A corpus folder written by :func:`~headprune_core.data.corpora.write_corpus` (its labels known), read and
+    encoded :data:`CHUNK` records at a time."""
+    labels = list(labels)
+    dd = {}
+    for split in SPLITS:
+        parts, chunk = [], []
+        for rec in iter_jsonl(folder / f"{split}.jsonl"):
+            chunk.append(rec)
+            if len(chunk) == CHUNK:
+                parts.append(encode_records(chunk, labels, kind=kind, split=split))
+                chunk = []
+        if chunk or not parts:
+            parts.append(encode_records(chunk, labels, kind=kind, split=split))
+        dd[split] = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+    dd = datasets.DatasetDict(dd)
+    check_splits(dd, f"{task}/{lang}")
+    return TaskData(dd, labels, kind, task, lang, meta)
 
 
 def load_local(task: str, lang: str, files, *, format: FileFormat | None = None,

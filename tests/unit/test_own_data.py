@@ -140,6 +140,25 @@ def test_register_validate_and_never_touch_what_is_registered(tiny_cache, tmp_pa
     assert "mytags" not in registered()
 
 
+def test_a_registered_corpus_reads_the_same_in_chunks(tiny_cache, tmp_path, monkeypatch):
+    """Read 7 records at a time (a big corpus: 20,000), a registered corpus gives the same rows and labels as in
+    one piece, and a bad line still names its file and line."""
+    import headprune_core.data.loading as loading
+    register("chunky", "sw", token_files(tmp_path / "c", "conll"))
+    whole = load_task("chunky", "sw")
+    monkeypatch.setattr(loading, "CHUNK", 7)
+    parts = load_task("chunky", "sw")
+    assert parts.labels == whole.labels and parts.kind == whole.kind
+    for split in ("train", "validation", "test"):
+        assert parts.dataset[split].to_list() == whole.dataset[split].to_list() and len(parts.dataset[split]) > 7
+    folder = tiny_cache[0] / "data" / "chunky" / "sw"
+    lines = (folder / "test.jsonl").read_text().splitlines()
+    (folder / "test.jsonl").write_text("\n".join(lines[:9] + ['{"tokens": ["a"], "tags": ["NOPE"]}'] + lines[9:]))
+    with pytest.raises(CorpusError, match=r"test.jsonl:10: tag 'NOPE' is not in the label list"):
+        load_task("chunky", "sw")
+    remove("chunky")
+
+
 def test_two_registrations_of_one_name_at_once_one_wins(tiny_cache, tmp_path, monkeypatch):
     """Both read their files before either writes (a barrier holds them there): under the per-name lock the
     second sees the first's corpus and is refused, so nothing is silently replaced."""
