@@ -448,4 +448,30 @@ def read_parquet(path: str | Path, *, columns: tuple[str, ...] = ()) -> list:
             feat = feat.get("feature", feat) if isinstance(feat, dict) else {}
             if isinstance(feat, dict) and feat.get("_type") == "ClassLabel" and feat.get("names"):
                 names[col] = list(feat["names"])
-    return records_from_rows(table.to_pylist(), columns=tuple(columns), path=str(path), names=names)
+    return records_in_batches(table.to_batches(max_chunksize=ROW_BATCH), columns=tuple(columns), path=str(path),
+                              names=names)
+
+
+ROW_BATCH = 20_000
+"""Rows of a table turned into Python at a time (a table of 500,000 rows is never one list of dicts)."""
+
+
+def records_in_batches(batches, *, columns: tuple[str, ...] = (), path: str = "",
+                       names: dict[str, list[str]] | None = None) -> list:
+    """:func:`records_from_rows` over Arrow record batches or column dicts (``Dataset.iter``), rows numbered
+    across them; the columns are found once, from the first row."""
+    out: list = []
+    offset = 1
+    for batch in batches:
+        if hasattr(batch, "to_pylist"):
+            rows = batch.to_pylist()
+        else:  # {"column": [values ...]}
+            keys = list(batch)
+            rows = [dict(zip(keys, values)) for values in zip(*(batch[k] for k in keys))]
+        if not rows:
+            continue
+        if not columns:
+            columns = find_columns(list(rows[0]), rows[0])
+        out += records_from_rows(rows, columns=columns, path=path, names=names, line_offset=offset)
+        offset += len(rows)
+    return out

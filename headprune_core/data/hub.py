@@ -31,7 +31,7 @@ import datasets
 import numpy as np
 
 from headprune_core.data.corpora import PREPARE_HINT, SPLIT_SEED
-from headprune_core.data.formats import find_columns, records_from_rows
+from headprune_core.data.formats import ROW_BATCH, find_columns, records_in_batches
 from headprune_core.data.loading import TaskData, check_splits, features_for, from_records
 from headprune_core.data.registry import EMBEDDED_TASKS, TASKS, UnknownName, check_language, get_task
 from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS, UPOS, bio_names
@@ -248,10 +248,11 @@ def load_hub_generic(path: str, config: str | None, task: str, lang: str, *, col
     for split, ds in raw.items():
         if split not in ("train", "validation", "test"):
             continue
-        rows = ds.to_list()
-        cols = tuple(columns) or (find_columns(list(rows[0]), rows[0]) if rows else ())
+        first = ds[0] if len(ds) else None
+        cols = tuple(columns) or (find_columns(list(first), first) if first is not None else ())
         names = {c: n for c in cols if (n := _class_names(ds, c))}
-        by_split[split] = records_from_rows(rows, columns=cols, path=f"{path}[{split}]", names=names)
+        by_split[split] = records_in_batches(ds.iter(batch_size=ROW_BATCH), columns=cols, path=f"{path}[{split}]",
+                                             names=names)
         if labels is None and cols and names.get(cols[-1]):
             labels = list(names[cols[-1]])  # every class of the ClassLabel, seen in this split or not
     missing = [s for s in ("validation", "test") if s not in by_split]

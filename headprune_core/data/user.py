@@ -94,9 +94,11 @@ def register(name: str, lang: str, files: Sequence[str | Path] | None = None, *,
     labels = list(labels) if labels else infer_labels(by_split, kind)
     _check_labels(by_split, labels, kind)
     records, index = [], {}
-    for split in SPLITS:
-        index[split] = list(range(len(records), len(records) + len(by_split[split])))
-        records += [_as_dict(r) for r in by_split[split]]
+    for split in SPLITS:  # each split's records become dicts and are let go (a big corpus is never held twice)
+        recs = by_split.pop(split)
+        index[split] = list(range(len(records), len(records) + len(recs)))
+        records += [_as_dict(r) for r in recs]
+        del recs
     meta = {"kind": kind, "labels": labels, "user": USER_FORMAT, "name": name,
             "description": description or f"user data {name} ({lang})", "origin": origin,
             "source": f"registered user data: {origin}", "licence": "the user's own data",

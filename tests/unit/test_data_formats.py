@@ -7,7 +7,7 @@ import json
 import pytest
 
 from headprune_core.data import UNIVERSAL_TAGS, load_task
-from headprune_core.data.formats import read_conll, read_conllu, read_csv, read_jsonl
+from headprune_core.data.formats import CorpusError, read_conll, read_conllu, read_csv, read_file, read_jsonl
 
 CONLL = "-DOCSTART-\tO\n\nEU\tB-ORG\nrejects\tO\nGerman\tB-MISC\n\nPeter\tB-PER\nBlackburn\tI-PER\n"
 CONLLU = """# sent_id = 1
@@ -168,3 +168,24 @@ def test_sentence_label_not_in_list(tmp_path):
     files = splits(tmp_path, ".csv", '"1","fine"\n"-1","awful"\n')
     with pytest.raises(ValueError, match=r"train\.csv:1: label '1' is not in the label list \['negative'"):
         load_task("polarity-de", "de", source="local", files=files)
+
+
+def test_a_parquet_table_is_read_in_row_batches(tmp_path, monkeypatch):
+    """Three rows at a time (a big table: 20,000), the records and the row numbers in errors are those of one
+    piece."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from headprune_core.data import formats
+    words = [[f"w{i}", "x"] for i in range(10)]
+    tags = [["NOUN", "X"] for _ in range(10)]
+    pq.write_table(pa.table({"tokens": words, "tags": tags}), tmp_path / "ok.parquet")
+    whole = read_file(tmp_path / "ok.parquet")
+    monkeypatch.setattr(formats, "ROW_BATCH", 3)
+    parts = read_file(tmp_path / "ok.parquet")
+    assert [(r.tokens, r.tags, r.lines) for r in parts] == [(r.tokens, r.tags, r.lines) for r in whole]
+    assert parts[-1].lines == [10, 10]
+    tags[7] = ["NOUN"]
+    pq.write_table(pa.table({"tokens": words, "tags": tags}), tmp_path / "bad.parquet")
+    with pytest.raises(CorpusError, match=r"bad.parquet:8: 'tokens' and 'tags' must be lists of equal length"):
+        read_file(tmp_path / "bad.parquet")
