@@ -18,14 +18,14 @@ REPO = Path(__file__).resolve().parents[2]
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--results", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return out, {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
 
 
 def test_every_section_is_written(quick):
     out, sections = quick
-    assert set(sections) == {"scoring", "masks", "pruning", "panel", "demo"}
+    assert set(sections) == {"scoring", "masks", "pruning", "panel", "demo", "bigdata"}
     text = (out / "RESULTS.md").read_text()
     for s in sections.values():
         assert f"## {s['title']}" in text and s["command"].startswith("python -m bench --quick")
@@ -49,3 +49,11 @@ def test_demo_commands_ran_cold_then_warm(quick):
     rows = quick[1]["demo"]["rows"]
     assert [r[0] for r in rows] == ["cold", "cold", "warm", "warm"]
     assert all(r[2] > 0 and r[3] > 100 for r in rows)  # seconds, and a Python process with torch is > 100 MiB
+
+
+def test_a_big_corpus_is_registered_and_scored_with_its_peaks(quick):
+    rows = {r[0]: r for r in quick[1]["bigdata"]["rows"]}
+    assert list(rows)[0] == "register 20,000 sentences" and len(rows) == 4
+    assert all(r[2] > 0 and r[3] > 100 for r in rows.values())
+    # reading the registered corpus again (everything cached) loads no model: far below a run that trains
+    assert rows["score them again (cached: loading only)"][3] < rows["fine-tune and score them"][3] / 2

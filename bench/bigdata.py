@@ -1,0 +1,78 @@
+"""A big corpus: peak resident memory of registering and scoring a 500,000-sentence local parquet table.
+
+A generated token corpus (5-25 words a sentence from a 5,000-word vocabulary, 12 universal tags, a Hub ClassLabel
+in the file's metadata, one file split 80/10/10) is registered with ``data add``, then its heads are scored after
+a 100-sentence fine-tune; the same score on the embedded English POS corpus (a few hundred sentences) is the
+baseline, so "beyond the model" is the difference of the two peaks. Each command's own peak (VmHWM) is measured
+by :mod:`bench.peak` in a fresh process, on a cache whose model and corpora are links to this checkout's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tempfile
+from pathlib import Path
+
+from bench.demo import _linked_cache, run_measured
+from bench.report import Goal, Section
+
+SENTENCES = 500_000
+QUICK_SENTENCES = 20_000
+LIMIT_MB = 2048
+TAGS = ["ADJ", "ADP", "ADV", "CONJ", "DET", "NOUN", "NUM", "PRON", "PRT", "PUNCT", "VERB", "X"]
+SCORE = ["--sentences", "100", "--max-train", "100", "--epochs", "1"]
+
+
+def write_table(path: Path, sentences: int, *, seed: int = 0) -> int:
+    """A parquet token corpus of ``sentences`` rows (columns ``tokens`` and ``pos_tags``); returns its bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(5000)]
+    tokens, tags = [], []
+    for _ in range(sentences):
+        n = rng.randint(5, 25)
+        tokens.append([rng.choice(words) for _ in range(n)])
+        tags.append([rng.randrange(len(TAGS)) for _ in range(n)])
+    features = {"tokens": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "Sequence"},
+                "pos_tags": {"feature": {"names": TAGS, "_type": "ClassLabel"}, "_type": "Sequence"}}
+    table = pa.table({"tokens": tokens, "pos_tags": tags}).replace_schema_metadata(
+        {b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+    pq.write_table(table, path)
+    return path.stat().st_size
+
+
+def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") -> Section:
+    work = Path(tempfile.mkdtemp(prefix="headprune-bench-big-"))
+    cache = _linked_cache(work / "cache")
+    env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false"}
+    log = work / "bigdata.log"
+    n = QUICK_SENTENCES if quick else SENTENCES
+    table = work / "big.parquet"
+    size = write_table(table, n)
+    steps = [
+        (f"register {n:,} sentences", ["headprune_core", "data", "add", "big", "--lang", "xx", str(table)]),
+        ("fine-tune and score them", ["headprune_core", "score", "--model", model, "--device", device, "--task",
+                                      "big", "--lang", "xx", "--train-langs", "xx", *SCORE]),
+        ("the same on embedded pos/en", ["headprune_core", "score", "--model", model, "--device", device, "--task",
+                                         "pos", "--lang", "en", *SCORE]),
+        ("score them again (cached: loading only)", ["headprune_core", "score", "--model", model, "--device",
+                                                     device, "--task", "big", "--lang", "xx", "--train-langs", "xx",
+                                                     *SCORE]),
+    ]
+    measured = {name: run_measured(args, env, log) for name, args in steps}
+    rows = [[name, f"`python -m {' '.join(a if not a.startswith('/') else Path(a).name for a in args)}`",
+             round(measured[name]["seconds"], 1), round(measured[name]["peak_mb"])] for name, args in steps]
+    register = measured[steps[0][0]]["peak_mb"]
+    beyond = measured[steps[1][0]]["peak_mb"] - measured[steps[2][0]]["peak_mb"]
+    goals = [Goal(f"register a {n:,}-sentence parquet", f"<= {LIMIT_MB} MiB", f"{register:.0f} MiB",
+                  register <= LIMIT_MB if not quick else None),
+             Goal("fine-tune and score it, beyond the same run on a small corpus", f"<= {LIMIT_MB} MiB",
+                  f"{beyond:+.0f} MiB", beyond <= LIMIT_MB if not quick else None)]
+    notes = [f"The table: {n:,} sentences of 5-25 words, {size / 1e6:.1f} MB of parquet; one file, split 80/10/10.",
+             "Each peak is the command's own VmHWM (bench.peak); the model and training dominate the score runs."]
+    return Section("bigdata", f"A big corpus: register and score {n:,} sentences",
+                   ["step", "command", "wall s", "peak MiB"], rows, goals, notes)
