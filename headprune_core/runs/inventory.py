@@ -123,8 +123,11 @@ def scan(root: str | Path | None = None) -> list[Item]:
 
 
 def scan_runs(runs: Path) -> list[Item]:
-    """The items of a results folder (``<cache>/runs``): every entry with its state, temp folders, locks."""
+    """The items of a results folder (``<cache>/runs``): every entry with its state, temp folders, locks (none
+    when nothing was computed yet and the folder does not exist)."""
     items = []
+    if not runs.is_dir() or runs.is_symlink():
+        return items
     for folder in sorted(runs.iterdir()):
         if folder.is_symlink():
             items.append(Item(folder, "runs", "symlink", tree_size(folder), "a link: never followed"))

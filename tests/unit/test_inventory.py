@@ -133,3 +133,15 @@ def test_du_says_what_takes_space_and_what_gc_frees(messy, capsys):
     listed = capsys.readouterr().out.splitlines()
     assert listed[-1].startswith("5 items") and all(line.split()[0] in ("stale", "corrupt", "dead", "old")
                                                      for line in listed[:-1])
+
+
+def test_a_cache_with_nothing_computed_yet(tmp_path, capsys):
+    """No runs folder yet (a fresh cache): ls lists nothing, show and rm say no entry matches, gc frees nothing."""
+    (tmp_path / "models").mkdir()
+    assert [i for i in scan(tmp_path) if i.area.startswith("runs")] == []
+    assert main(["show", "zzzz", "--cache", str(tmp_path)]) == 2
+    assert "0 cache entries match 'zzzz'" in capsys.readouterr().err
+    assert main(["rm", "zzzz", "--cache", str(tmp_path)]) == 2
+    assert "0 cache entries match 'zzzz'" in capsys.readouterr().err
+    assert main(["cache", "gc", "--dry-run", "--cache", str(tmp_path)]) == 0
+    assert not (tmp_path / "runs").exists()
