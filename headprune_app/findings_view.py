@@ -21,6 +21,7 @@ from headprune_core.findings.cards import (
     Findings,
 )
 from headprune_core.findings.plan import findings_plan
+from headprune_core.findings.report import report_html, report_markdown, report_title
 from headprune_core.runs.estimate import describe_estimate
 
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), NOT_REPRODUCED: ("red", ":material/cancel:"),
@@ -79,6 +80,20 @@ def offer(f: Findings) -> None:
         if cached.run_jobs(f.study, missing, title="Findings"):
             st.session_state.pop("_findings", None)
             st.rerun()
+
+
+def report_buttons(f: Findings, cards: list[Card]) -> None:
+    """Download the cards as a report to hand out: one self-contained HTML file (interactive charts, opens
+    offline) or Markdown; each is written only when its button is clicked."""
+    title, intro = report_title(f)
+    name = f"findings-{f.plan.name}"
+    html_col, md_col = st.columns(2)
+    html_col.download_button("Download the report (HTML)", lambda: report_html(cards, title=title, intro=intro),
+                             file_name=f"{name}.html", mime="text/html", on_click="ignore",
+                             icon=":material/download:", key="report_html")
+    md_col.download_button("Download the report (Markdown)", lambda: report_markdown(cards, title=title, intro=intro),
+                           file_name=f"{name}.md", mime="text/markdown", on_click="ignore",
+                           icon=":material/download:", key="report_md")
 
 
 def calibration_frame(cards: list[Card]) -> pd.DataFrame:

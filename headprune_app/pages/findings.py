@@ -21,6 +21,7 @@ cards = cached.guarded(findings_view.cards, f, what="Cannot read the findings")
 counts = findings_view.verdict_counts(cards)
 for col, (verdict, n) in zip(st.columns(len(counts)), counts.items()):
     col.metric(verdict, n)
+findings_view.report_buttons(f, cards)
 for card in cards:
     findings_view.render_card(card)
 table = findings_view.calibration_frame(cards)

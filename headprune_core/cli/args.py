@@ -206,6 +206,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", default=None)
 
+    p = sub.add_parser("report", help="write a report to hand out: every Findings card with its numbers, "
+                                      "intervals, verdict, rule and protocol (HTML with interactive charts, or "
+                                      "Markdown); never computes")
+    p.add_argument("what", type=one_of(("findings",), "report"), help="what to report: findings")
+    p.add_argument("plan", nargs="?", default="demo",
+                   help="the plan whose findings to report (default: demo, whose findings are the findings preset)")
+    p.add_argument("--out", default=None, help="the file to write (default: findings.html or findings.md here)")
+    p.add_argument("--format", default="html", type=one_of(("html", "md"), "format"),
+                   help="html (default: one self-contained file, opens offline) or md")
+    p.add_argument("--draws", type=count_arg, default=1000,
+                   help="simulated draws that measure each rule's error rates (default 1000)")
+    p.add_argument("--model", default=None, help="model (default: the plan's)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--cache", default=None)
+
     p = sub.add_parser("sweep", help="run a grid of studies (models x data x tasks x languages x settings x seeds "
                                      "...) on Ray, one task per cached job, into one shared cache")
     p.add_argument("spec", help="sweep spec (JSON): study-plan fields plus models, data, seeds, resources "

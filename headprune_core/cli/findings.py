@@ -1,4 +1,5 @@
-"""The ``findings`` command: the Findings cards of the current cache, as text or JSON (never computes)."""
+"""The ``findings`` and ``report`` commands: the Findings cards of the current cache, as text or JSON, or as a
+report to hand out (HTML or Markdown); neither computes."""
 
 from __future__ import annotations
 
@@ -8,16 +9,21 @@ from dataclasses import replace
 
 from headprune_core.findings.cards import Card, Findings
 from headprune_core.findings.plan import findings_plan
+from headprune_core.findings.report import report_title, write_report
 from headprune_core.plans.presets import find_plan
 
 
-def cmd_findings(args) -> int:
+def _findings(args) -> Findings:
     plan = find_plan(args.plan)
     if args.model:
         plan = replace(plan, model=args.model)
     study = plan.study(device=args.device)
-    plan = findings_plan(plan, study.head_shape)
-    found = Findings(study, plan, draws=args.draws)
+    return Findings(study, findings_plan(plan, study.head_shape), draws=args.draws)
+
+
+def cmd_findings(args) -> int:
+    found = _findings(args)
+    plan = found.plan
     cards = [found.card(c) for c in args.card] if args.card else found.cards()
     missing = found.missing()
     if args.format == "json":
@@ -56,3 +62,12 @@ def card_text(card: Card, width: int = 110) -> str:
         lines += [para("  note", n) for n in card.notes]
         lines.append(para("  protocol here", card.protocol))
     return "\n".join(lines) + "\n"
+
+
+def cmd_report(args) -> int:
+    found = _findings(args)
+    title, intro = report_title(found)
+    out = write_report(found.cards(), args.out or f"findings.{args.format}", fmt=args.format, title=title,
+                       intro=intro)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {args.format})")
+    return 0

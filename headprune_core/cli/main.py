@@ -18,7 +18,7 @@ from headprune_core.cli.args import build_parser
 
 COMMANDS = {
     "prepare": "data", "tasks": "data", "data": "data",
-    "study": "plans", "sweep": "sweep", "findings": "findings",
+    "study": "plans", "sweep": "sweep", "findings": "findings", "report": "findings",
     "affinity": "multitask", "gradts": "multitask", "stemcells": "multitask",
     "finetune": "runs", "score": "runs", "curve": "runs", "evaluate": "runs", "refinetune": "runs", "prune": "runs",
     "ls": "cache", "show": "cache", "rm": "cache", "export": "cache", "cache": "cache",

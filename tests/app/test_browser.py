@@ -111,3 +111,36 @@ def test_findings_page_in_a_real_browser(server):
                    for m in metrics), metrics
         assert page.get_by_role("button", name="Compute the findings").count() == 1
         browser.full_screenshot(page, ARTIFACTS / "findings_offered.png")
+        with page.expect_download() as download:  # the report to hand out, as the page's button gives it
+            page.get_by_role("button", name="Download the report (HTML)").click()
+        saved = ARTIFACTS / "findings-report-page.html"
+        download.value.save_as(saved)
+        text = saved.read_text()
+        assert download.value.suggested_filename.endswith(".html") and text.startswith("<!DOCTYPE html>")
+        assert all(f'id="card-{h.id}" data-verdict="not computed yet"' in text for h in HYPOTHESES)
+
+
+def test_findings_report_opens_from_disk_offline(tmp_path):
+    """The HTML report opened from a file with every network request refused: each card is there and each card
+    with results draws its interactive chart (plotly.js travels inside the file)."""
+    pytest.importorskip("playwright", reason="playwright is not installed (pip install playwright==1.65.2)")
+    from headprune_core.findings.report import write_report
+    from tests.helpers.findings_cards import constructed_cards
+
+    cards = constructed_cards()
+    out = write_report(cards, tmp_path / "findings.html", fmt="html", title="Findings (test)")
+    errors, requests = [], []
+    with browser.browser_page() as page:
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()
+                                          if route.request.url.startswith("file://") else route.abort()))
+        page.goto(out.as_uri())
+        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length > 0")
+        drawn = page.locator(".chart.js-plotly-plot").count()
+        ids = page.locator("section.card").evaluate_all("els => els.map(e => e.id)")
+        text = page.locator("body").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "findings-report.png"), full_page=False)
+    assert not errors and all(u.startswith("file://") for u in requests), (errors, requests)
+    assert ids == [f"card-{c.key}" for c in cards]
+    assert drawn == sum(1 for c in cards if c.estimates) == len(cards) - 1
+    assert all(f"({c.key}) {c.title}" in text for c in cards) and "Not computed yet" in text

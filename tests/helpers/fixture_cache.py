@@ -158,6 +158,14 @@ def fixture_plan(model_path: str):
                "freeze_embeddings": False})
 
 
+def write_small_plan(path: Path, model_path: str) -> Path:
+    """A plan file ``p``: POS in en and de on the tiny model, 40 training sentences (nothing computed for it yet:
+    what reads its findings sees every card missing)."""
+    path.write_text(json.dumps({"name": "p", "description": "A tiny plan.", "model": model_path, "tasks": ["pos"],
+                                "langs": ["en", "de"], "train": {"max_train_sentences": 40, "epochs": 1.0}}))
+    return path
+
+
 def build_fixture_cache(root: str | Path, *, with_runs: bool = True) -> dict:
     """Build the fixture cache under ``root``; returns {root, model, plan_file, plan, seconds}."""
     import time

@@ -7,6 +7,7 @@ import json
 from headprune_core.cli.main import main
 from headprune_core.encoders.heads import present_mask
 from headprune_core.encoders.pruned import load_pruned
+from tests.helpers.fixture_cache import write_small_plan
 
 
 def _run(capsys, *args) -> tuple[int, str, str]:
@@ -98,9 +99,7 @@ def test_findings_prints_the_cards_of_the_cache_as_text_or_json(tiny_cache, caps
     from headprune_core.findings.hypotheses import HYPOTHESES
     root, model = tiny_cache
     monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
-    plan = tmp_path / "p.json"
-    plan.write_text(json.dumps({"name": "p", "description": "tiny", "model": model, "tasks": ["pos"],
-                                "langs": ["en", "de"], "train": {"max_train_sentences": 40, "epochs": 1.0}}))
+    plan = write_small_plan(tmp_path / "p.json", model)
     code, out, _ = _run(capsys, "findings", plan, "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["plan"] == "p-findings" and doc["missing_jobs"] > 0

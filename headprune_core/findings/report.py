@@ -1,0 +1,268 @@
+"""A findings report to hand out: every card (the paper's claim, the test stated before the data, the numbers with
+their intervals, the verdict, the rule and how often it is wrong, the protocol) as one self-contained HTML file
+with an interactive chart per card, or as Markdown for a course page.
+
+The HTML carries plotly.js inline (read from the installed plotly package's file, never imported here: the core
+stays free of plotting libraries), so it opens from disk with no server and no network. Each chart is a plain
+Plotly figure: the card's estimate per part with its 95% interval, each training run's value, 0 and the paper's
+effect (or the equivalence margin), so a reader sees at a glance what the rule compared.
+
+>>> # html = report_html(Findings(study, plan).cards(), title="Findings of plan findings (me5-small)")
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import textwrap
+from datetime import datetime, timezone
+from pathlib import Path
+
+from headprune_core.findings.cards import (
+    INCONCLUSIVE,
+    MISSING,
+    NOT_REPRODUCED,
+    ONE_RUN,
+    REPRODUCED,
+    VERDICTS,
+    Card,
+    Findings,
+)
+
+FORMATS = ("html", "md")
+COLOURS = {REPRODUCED: "#1a7f37", NOT_REPRODUCED: "#cf222e", INCONCLUSIVE: "#bf8700", ONE_RUN: "#bf8700",
+           MISSING: "#6e7781"}
+
+
+def plotly_js() -> str:
+    """The text of the installed plotly package's ``plotly.min.js`` (found without importing plotly)."""
+    spec = importlib.util.find_spec("plotly")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        path = Path(folder) / "package_data" / "plotly.min.js"
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    raise FileNotFoundError("plotly.min.js not found: the HTML report inlines the plotly package's copy "
+                            "(pip install plotly), or use --format md")
+
+
+def card_figure(card: Card) -> dict | None:
+    """The card's evidence as a Plotly figure (a dict): per part, the estimate with its 95% interval and each
+    training run's value, against 0 and the paper's effect (superiority) or the +-margin band (equivalence).
+    None for a card without results."""
+    if not card.estimates:
+        return None
+    rule = card.hypothesis.rule
+    names = [name or card.key for name in card.estimates]
+    est = list(card.estimates.values())
+    intervals = [e.interval() for e in est]
+    data = [
+        {"type": "scatter", "mode": "markers", "name": "training runs", "x": [r for e in est for r in e.runs],
+         "y": [n for n, e in zip(names, est) for _ in e.runs], "marker": {"color": "#8c959f", "size": 9,
+                                                                        "symbol": "circle-open"},
+         "hovertemplate": "run: %{x:.2f}<extra></extra>"},
+        {"type": "scatter", "mode": "markers", "name": "mean, 95% interval", "x": [e.diff for e in est], "y": names,
+         "marker": {"color": COLOURS.get(card.verdict, "#0969da"), "size": 14},
+         "error_x": {"type": "data", "symmetric": False, "array": [hi - e.diff for e, (_, hi) in zip(est, intervals)],
+                     "arrayminus": [e.diff - lo for e, (lo, _) in zip(est, intervals)], "thickness": 3, "width": 8},
+         "hovertemplate": "%{x:.2f}<extra></extra>"},
+    ]
+    shapes = [{"type": "line", "x0": 0, "x1": 0, "yref": "paper", "y0": 0, "y1": 1,
+               "line": {"color": "#24292f", "width": 1}}]
+    notes = []
+    if rule.kind == "superiority":
+        shapes.append({"type": "line", "x0": rule.effect, "x1": rule.effect, "yref": "paper", "y0": 0, "y1": 1,
+                       "line": {"color": "#0969da", "dash": "dash", "width": 2}})
+        notes.append({"x": rule.effect, "y": 1, "yref": "paper", "text": f"paper's effect {rule.effect:+g}",
+                      "showarrow": False, "yanchor": "bottom", "font": {"color": "#0969da"}})
+    else:
+        shapes.append({"type": "rect", "x0": -rule.margin, "x1": rule.margin, "yref": "paper", "y0": 0, "y1": 1,
+                       "fillcolor": "rgba(9,105,218,0.12)", "line": {"width": 0}})
+        notes.append({"x": 0, "y": 1, "yref": "paper", "text": f"equivalence margin +-{rule.margin:g}",
+                      "showarrow": False, "yanchor": "bottom", "font": {"color": "#0969da"}})
+    layout = {"title": {"text": f"({card.key}) {card.title}: {card.verdict}"},
+              "xaxis": {"title": {"text": f"{_short(card.hypothesis.statistic)} ({rule.unit})"},
+                        "zeroline": False},
+              "yaxis": {"automargin": True}, "shapes": shapes, "annotations": notes, "height": 200 + 60 * len(names),
+              "margin": {"t": 70, "b": 60}, "legend": {"orientation": "h", "y": -0.35}, "template": "plotly_white"}
+    return {"data": data, "layout": layout}
+
+
+def _short(statistic: str) -> str:
+    """The statistic's first sentence, cut at a word to fit under an axis."""
+    return textwrap.shorten(statistic.split(". ")[0].rstrip("."), 90, placeholder=" ...")
+
+
+def _e(text) -> str:
+    return html.escape(str(text))
+
+
+def _table_html(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    head = "".join(f"<th>{_e(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{_e(_cell(r.get(c, '')))}</td>" for c in cols) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _calibration_text(cal: dict) -> str:
+    missed = f"; misses {', '.join(cal['goals_missed'])}" if cal.get("goals_missed") else "; meets both goals"
+    return (f"false reproduced {cal['false_reproduced']:.1%}, false not reproduced {cal['false_not_reproduced']:.1%} "
+            f"(goals <= 5%), power {cal['power']:.0%}, {cal['draws']:,} simulated draws{missed}")
+
+
+def _card_html(card: Card, figure_id: str) -> str:
+    h = card.hypothesis
+    colour = COLOURS.get(card.verdict, "#0969da")
+    parts = [f'<section class="card" id="card-{_e(card.key)}" data-verdict="{_e(card.verdict)}">',
+             f'<h2>({_e(card.key)}) {_e(card.title)} <span class="badge" style="background:{colour}">'
+             f"{_e(card.verdict)}</span></h2>",
+             f"<p><b>The paper</b> ({_e(card.paper)}). {_e(card.claim)}</p>",
+             f"<p><b>Hypothesis.</b> {_e(h.hypothesis)}<br><b>Statistic.</b> {_e(h.statistic)}<br>"
+             f"<b>Control.</b> {_e(h.control)}</p>"]
+    if card.verdict == MISSING:
+        parts.append(f"<p class='missing'><b>Not computed yet:</b> {_e('; '.join(card.missing))}</p>")
+    else:
+        parts.append(f"<p><b>Here.</b> {_e(card.measured)}</p>")
+        parts.append(f"<p><b>Estimate.</b> {_e(card.estimate_text())}</p>")
+        if card.mde is not None:
+            parts.append(f"<p><b>Minimum detectable effect.</b> {card.mde:.2f} {_e(h.rule.unit)} "
+                         f"(the paper: {_e(h.paper_effect)})</p>")
+        parts += [f"<p class='note'>{_e(n)}</p>" for n in card.notes]
+        if figure_id:
+            parts.append(f'<div class="chart" id="{figure_id}"></div>')
+        parts.append(_table_html(card.rows))
+    parts.append(f"<p><b>Rule.</b> {_e(card.rule)}</p>")
+    if card.calibration is not None:
+        parts.append(f"<p><b>How often this rule is wrong.</b> {_e(_calibration_text(card.calibration))}</p>")
+    if card.protocol:
+        parts.append(f"<p><b>Protocol here.</b> {_e(card.protocol)}</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1000px; margin: 2em auto;
+       padding: 0 1em; color: #24292f; line-height: 1.45; }
+h1 { font-size: 1.8em; } h2 { font-size: 1.25em; margin-top: 0; }
+.card { border: 1px solid #d0d7de; border-radius: 8px; padding: 1em 1.2em; margin: 1.2em 0; }
+.badge { color: white; border-radius: 1em; padding: 0.1em 0.7em; font-size: 0.8em; vertical-align: middle; }
+.note, .missing { color: #57606a; font-size: 0.95em; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 0.6em 0; }
+th, td { border: 1px solid #d0d7de; padding: 0.25em 0.6em; text-align: left; }
+th { background: #f6f8fa; }
+.chart { width: 100%; min-height: 260px; }
+"""
+
+
+def _summary_rows(cards: list[Card]) -> list[dict]:
+    return [{"card": c.key, "title": c.title, "paper": c.paper, "verdict": c.verdict,
+             "estimate": c.estimate_text() if c.estimates else "not computed yet"} for c in cards]
+
+
+def _safe_json(value) -> str:
+    """JSON for an inline ``<script>``: no ``</`` can close the tag early."""
+    return json.dumps(value).replace("</", "<\\/")
+
+
+def report_html(cards: list[Card], *, title: str, intro: str = "", created: datetime | None = None) -> str:
+    """One self-contained HTML page: a summary table, then every card with its interactive chart."""
+    created = created or datetime.now(timezone.utc)
+    figures, ids = {}, []
+    for i, card in enumerate(cards):
+        fig = card_figure(card)
+        ids.append(f"chart-{i}" if fig is not None else "")
+        if fig is not None:
+            figures[ids[-1]] = fig
+    counts = {v: sum(c.verdict == v for c in cards) for v in VERDICTS}
+    count_text = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    body = [f"<h1>{_e(title)}</h1>", f"<p>{_e(intro)}</p>" if intro else "",
+            f"<p>{len(cards)} cards: {_e(count_text)}. Written {created:%Y-%m-%d %H:%M} UTC by headprune.</p>",
+            _table_html(_summary_rows(cards)), *(_card_html(c, fid) for c, fid in zip(cards, ids))]
+    script = ("const FIGURES = " + _safe_json(figures) + ";\n"
+              "for (const [id, fig] of Object.entries(FIGURES)) {\n"
+              "  Plotly.newPlot(id, fig.data, fig.layout, {responsive: true, displaylogo: false});\n}\n")
+    plotly = plotly_js() if figures else ""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{_e(title)}</title>"
+            f"<style>{STYLE}</style>" + (f"<script>{plotly}</script>" if plotly else "") + "</head><body>\n"
+            + "\n".join(body) + (f"\n<script>{script}</script>" if figures else "") + "\n</body></html>\n")
+
+
+def _md(text) -> str:
+    """Text for a Markdown paragraph or table cell (pipes and line breaks escaped)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table_md(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    out = ["| " + " | ".join(_md(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    out += ["| " + " | ".join(_md(_cell(r.get(c, ""))) for c in cols) + " |" for r in rows]
+    return out + [""]
+
+
+def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: datetime | None = None) -> str:
+    """The same report as Markdown (no charts: each card's numbers, interval and runs are in its text)."""
+    created = created or datetime.now(timezone.utc)
+    lines = [f"# {_md(title)}", ""]
+    if intro:
+        lines += [_md(intro), ""]
+    lines += [f"Written {created:%Y-%m-%d %H:%M} UTC by headprune.", "", *_table_md(_summary_rows(cards))]
+    for card in cards:
+        h = card.hypothesis
+        lines += [f"## ({card.key}) {_md(card.title)}: {card.verdict}", "",
+                  f"**The paper** ({_md(card.paper)}). {_md(card.claim)}", "",
+                  f"**Hypothesis.** {_md(h.hypothesis)}  ", f"**Statistic.** {_md(h.statistic)}  ",
+                  f"**Control.** {_md(h.control)}", ""]
+        if card.verdict == MISSING:
+            lines += [f"**Not computed yet:** {_md('; '.join(card.missing))}", ""]
+        else:
+            lines += [f"**Here.** {_md(card.measured)}", "", f"**Estimate.** {_md(card.estimate_text())}", ""]
+            runs = "; ".join(f"{name or card.key}: " + ", ".join(f"{r:+.2f}" for r in e.runs)
+                             for name, e in card.estimates.items())
+            lines += [f"**Training runs.** {runs}", ""]
+            if card.mde is not None:
+                lines += [f"**Minimum detectable effect.** {card.mde:.2f} {h.rule.unit} (the paper: "
+                          f"{_md(h.paper_effect)})", ""]
+            for note in card.notes:
+                lines += [f"*{_md(note)}*", ""]
+            lines += _table_md(card.rows)
+        lines += [f"**Rule.** {_md(card.rule)}", ""]
+        if card.calibration is not None:
+            lines += [f"**How often this rule is wrong.** {_calibration_text(card.calibration)}", ""]
+        if card.protocol:
+            lines += [f"**Protocol here.** {_md(card.protocol)}", ""]
+    return "\n".join(lines)
+
+
+def report_title(found: Findings) -> tuple[str, str]:
+    """The report's title and its first paragraph: the plan, the model and what is not computed yet."""
+    missing = len(found.missing())
+    title = f"headprune findings: plan {found.plan.name} ({found.plan.model})"
+    intro = (f"{found.plan.description} Each card tests one claim of the papers behind headprune, stated before "
+             "the data, with training runs as the unit of uncertainty; 'inconclusive' means this data cannot tell.")
+    if missing:
+        intro += f" {missing} of {len(found.jobs)} results are not computed yet (headprune study {found.plan.name})."
+    return title, intro
+
+
+def write_report(cards: list[Card], out: str | Path, *, fmt: str, title: str, intro: str = "") -> Path:
+    """Write the report in ``fmt`` (``html`` or ``md``) to ``out`` (its folder must exist); returns the path."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}; known: {', '.join(FORMATS)}")
+    out = Path(out).expanduser()
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"no such folder for the report: {out.parent}")
+    text = (report_html if fmt == "html" else report_markdown)(cards, title=title, intro=intro)
+    tmp = out.with_name(out.name + ".part")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    return out

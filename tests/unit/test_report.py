@@ -1,0 +1,95 @@
+"""The findings report: every card, its numbers, intervals, verdict, rule and chart, as self-contained HTML or
+Markdown; from constructed cards (each rule decides planted runs) and from the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from headprune_core.cli.main import main
+from headprune_core.findings.cards import MISSING
+from headprune_core.findings.hypotheses import HYPOTHESES
+from headprune_core.findings.report import card_figure, report_html, report_markdown, write_report
+from tests.helpers.findings_cards import constructed_cards
+from tests.helpers.fixture_cache import write_small_plan
+
+
+@pytest.fixture(scope="module")
+def cards():
+    return constructed_cards()
+
+
+def test_card_figure_shows_each_part_with_its_interval_runs_and_the_paper(cards):
+    for card in cards[:-1]:
+        fig = card_figure(card)
+        runs, mean = fig["data"]
+        parts = list(card.estimates.values())
+        assert len(mean["x"]) == len(parts) and len(runs["x"]) == sum(e.n_runs for e in parts)
+        for j, e in enumerate(parts):
+            low, high = e.interval()
+            assert mean["x"][j] == pytest.approx(e.diff)
+            assert mean["x"][j] - mean["error_x"]["arrayminus"][j] == pytest.approx(low)
+            assert mean["x"][j] + mean["error_x"]["array"][j] == pytest.approx(high)
+        rule = card.hypothesis.rule
+        marks = {(s["type"], s["x0"], s["x1"]) for s in fig["layout"]["shapes"]}
+        assert ("line", 0, 0) in marks
+        assert (("line", rule.effect, rule.effect) if rule.kind == "superiority"
+                else ("rect", -rule.margin, rule.margin)) in marks
+        assert card.key in fig["layout"]["title"]["text"] and card.verdict in fig["layout"]["title"]["text"]
+        assert rule.unit in fig["layout"]["xaxis"]["title"]["text"]
+    assert card_figure(cards[-1]) is None  # nothing to draw before the results
+
+
+def test_html_report_holds_every_card_and_a_chart_for_each_result_offline(cards):
+    cards[0].notes.append("a note with <script>alert(1)</script> & </script> in it")
+    text = report_html(cards, title="Findings <of> a test", intro="intro & more")
+    cards[0].notes.pop()
+    assert text.startswith("<!DOCTYPE html>") and "<title>Findings &lt;of&gt; a test</title>" in text
+    # nothing fetched from elsewhere: plotly.js is inline (the browser test opens it with the network blocked)
+    assert "<script src=" not in text and "<link" not in text and len(text) > 3_000_000
+    sections = re.findall(r'<section class="card" id="card-([^"]+)" data-verdict="([^"]+)"', text)
+    assert sections == [(c.key, c.verdict) for c in cards]
+    assert "<script>alert(1)" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    figures = json.loads(re.search(r"const FIGURES = (.*?);\n", text).group(1).replace("<\\/", "</"))
+    assert len(figures) == len(cards) - 1
+    assert all(f'<div class="chart" id="{fid}"></div>' in text for fid in figures)
+    for card in cards[:-1]:
+        assert card.estimate_text().split(";")[0].split("[")[0].strip().replace("+", "") in text.replace("+", "")
+        assert f"{card.calibration['false_reproduced']:.1%}" in text  # how often the rule is wrong
+    assert "Not computed yet:</b> the runs of this card" in text
+
+
+def test_markdown_report_holds_every_card_with_its_runs(cards):
+    text = report_markdown(cards, title="Findings", intro="for a course page")
+    for card in cards:
+        assert f"## ({card.key}) " in text and f": {card.verdict}" in text
+    first = cards[0]
+    runs = ", ".join(f"{r:+.2f}" for r in next(iter(first.estimates.values())).runs)
+    assert runs in text and "**Rule.**" in text and "| card | title | paper | verdict | estimate |" in text
+
+
+def test_write_report_refuses_what_it_cannot_write(cards, tmp_path):
+    with pytest.raises(ValueError, match="unknown report format 'pdf'; known: html, md"):
+        write_report(cards, tmp_path / "x.pdf", fmt="pdf", title="t")
+    with pytest.raises(FileNotFoundError, match="no such folder for the report"):
+        write_report(cards, tmp_path / "nope" / "x.md", fmt="md", title="t")
+    out = write_report(cards, tmp_path / "x.md", fmt="md", title="t")
+    assert out.read_text().startswith("# t") and not list(tmp_path.glob("*.part"))
+
+
+def test_report_command_writes_the_cards_of_the_cache(tiny_cache, capsys, monkeypatch, tmp_path):
+    root, model = tiny_cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    plan = write_small_plan(tmp_path / "p.json", model)
+    out = tmp_path / "r.md"
+    assert main(["report", "findings", str(plan), "--format", "md", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# headprune findings: plan p-findings") and "not computed yet" in text
+    assert all(f"## ({h.id}) " in text and f": {MISSING}" in text for h in HYPOTHESES)
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert main(["report", "findings", str(plan), "--out", str(tmp_path / "r.html")]) == 0
+    assert "<!DOCTYPE html>" in (tmp_path / "r.html").read_text()[:20]
+    with pytest.raises(SystemExit):
+        main(["report", "shared-heads", str(plan)])
