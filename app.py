@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached
+from headprune_app import cached, figures
 from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
@@ -105,11 +105,13 @@ def sidebar() -> S.Selection:
         normalize = st.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index("layer_sum"),
                                  format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize")
         minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax")
+        figures.presentation_toggle()
         st.caption(f"Cache: `{root}`")
     return S.Selection(plan=plan, model=model, task=task, setting=setting, source=source, langs=tuple(langs),
                        lang=lang, method=method, normalize=normalize, minmax=minmax, finetuned=finetuned)
 
 
 nav = st.navigation(PAGES)
+figures.presentation_frame()  # before the sidebar's toggle: leaving presentation mode sets its state
 st.session_state["selection"] = sidebar()
 nav.run()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from headprune_app import cached, captions, charts
+from headprune_app import cached, captions, charts, figures
 from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.files import safe_filename, write_file_atomic
@@ -179,5 +179,5 @@ def own_importance(sel: S.Selection, task: str, lang: str) -> None:
     if cached.offer_compute(study, [(f"head scores {task}/{lang} ({sel.method})", sc)], key=f"own:{task}:{lang}",
                             note="fine-tuning and scoring take a minute or more on a CPU"):
         shown = normalise(cached.read(study, sc)["raw"], normalize=sel.normalize, minmax=sel.minmax)
-        st.plotly_chart(charts.importance_heatmap(shown), key="own_map",
-                        config=charts.png_config(f"importance_{task}_{lang}"))
+        figures.show(charts.importance_heatmap(shown), key="own_map", name=f"importance_{task}_{lang}",
+                     title=f"Head importance of {task} in {lang} ({sel.method})")

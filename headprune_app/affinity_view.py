@@ -14,8 +14,7 @@ import numpy as np
 import streamlit as st
 
 from headprune_app import affinity_charts as AC
-from headprune_app import cached, captions
-from headprune_app.charts import png_config
+from headprune_app import cached, captions, figures
 from headprune_core.base.cache import cache_root
 from headprune_core.multitask.affinity import gradts_map
 from headprune_core.multitask.gradts import GradTS
@@ -219,8 +218,8 @@ def validation_details(result: dict) -> None:
             fg = v.get("fg")
             if fg:
                 st.markdown(f"**{v['primary']}** (tau > {fg['threshold']}):")
-                st.plotly_chart(AC.fg_chart(fg), config=png_config(f"gradts_fg_{v['primary'].replace('/', '_')}"),
-                                key=f"fg:{v['primary']}")
+                figures.show(AC.fg_chart(fg), name=f"gradts_fg_{v['primary'].replace('/', '_')}",
+                             title=f"GradTS-fg: examples kept for {v['primary']}", key=f"fg:{v['primary']}")
     with st.expander("Bandit (AUTOSEM stage 1): posterior utility of each unit"):
         for v in result["validation"]:
             if v.get("bandit"):

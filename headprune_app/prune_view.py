@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from headprune_app import cached, captions, charts, state
+from headprune_app import cached, captions, charts, figures, state
 from headprune_app import selection as S
 from headprune_core.base.choices import LAYER_PARTS
 from headprune_core.base.choices import STRATEGIES as CORE_STRATEGIES
@@ -198,8 +198,8 @@ def mask_grid(mask: np.ndarray, ranking) -> None:
     """The mask as a grid of heads. A click toggles that head: the page reruns with a custom mask that starts
     from this one (applied by :func:`apply_grid_click`)."""
     ss = st.session_state
-    event = st.plotly_chart(charts.mask_grid(mask, ranking), on_select="rerun", selection_mode="points",
-                            key=f"grid:{ss.get('grid_version', 0)}", config=charts.png_config("mask"))
+    event = figures.show(charts.mask_grid(mask, ranking), name="mask", title="The mask: kept and pruned heads",
+                         key=f"grid:{ss.get('grid_version', 0)}", on_select="rerun", selection_mode="points")
     clicked = charts.clicked_heads(event)
     if clicked:
         ss["_pending_strategy"] = "custom"
@@ -213,8 +213,10 @@ def curves_panel(study, sel: S.Selection, p: Params, k: int, now: dict) -> None:
     """Every cached curve of this language with the current mask on it; offers the curve of the strategy shown
     when it is not cached."""
     curves, configs = cached.curves(study, sel, sel.lang)
-    st.plotly_chart(charts.curves_chart(curves, current_k=k, current_score=now["score"], metric=now["metric"]),
-                    config=charts.png_config(f"curves_{sel.task}_{sel.lang}"), key="curves")
+    figures.show(charts.curves_chart(curves, current_k=k, current_score=now["score"], metric=now["metric"]),
+                 name=f"curves_{sel.task}_{sel.lang}", key="curves",
+                 title=f"{S.task_label(sel.task)} in {S.lang_label(sel.lang)}: the metric as heads are pruned",
+                 caption=f"{sel.model}; the marker is the current mask ({k} heads pruned).")
     wanted = {"importance": S.importance_curve_name(sel, p.rank_lang), "reverse": "most important first",
               "random": "random order", "layers": "whole layers"}.get(p.strategy)
     if wanted and wanted in configs and wanted not in {c["name"] for c in curves}:

@@ -10,8 +10,7 @@ import numpy as np
 import streamlit as st
 
 from headprune_app import affinity_charts as AC
-from headprune_app import affinity_view, captions
-from headprune_app.charts import png_config
+from headprune_app import affinity_view, captions, figures
 from headprune_app.state import Head
 
 
@@ -52,17 +51,18 @@ def top_sets(shared: dict, *, what: str, top_p: int) -> None:
     left, right = st.columns([3, 2])
     with left:
         st.subheader(f"How many {what} claim each head")
-        st.plotly_chart(AC.count_heatmap(count, AC.owners_of(shared["heads"]), n_maps=n_maps), key="count_map",
-                        config=png_config(f"shared_heads_{what}_top{top_p}"))
-        st.caption(captions.count_caption(what, top_p, k, n_maps, n_heads))
+        figures.show(AC.count_heatmap(count, AC.owners_of(shared["heads"]), n_maps=n_maps), key="count_map",
+                     name=f"shared_heads_{what}_top{top_p}", title=f"How many {what} claim each head",
+                     caption=captions.count_caption(what, top_p, k, n_maps, n_heads))
     with right:
         st.subheader("Most-claimed heads")
         st.dataframe(AC.claimed_table(shared["heads"], n_maps), hide_index=True, height=440)
     st.subheader("Overlap of the top sets (Jaccard)")
     chance = AC.chance_jaccard(n_heads, k)
-    st.plotly_chart(AC.jaccard_heatmap(shared["names"], shared["jaccard"], chance=chance), key="jaccard",
-                    config=png_config(f"shared_heads_{what}_jaccard"))
-    st.caption(captions.jaccard_caption(affinity_view.off_diagonal(shared["jaccard"])["mean"], k, n_heads, chance))
+    figures.show(AC.jaccard_heatmap(shared["names"], shared["jaccard"], chance=chance), key="jaccard",
+                 name=f"shared_heads_{what}_jaccard", title="Overlap of the top sets (Jaccard)",
+                 caption=captions.jaccard_caption(affinity_view.off_diagonal(shared["jaccard"])["mean"], k, n_heads,
+                                                  chance))
 
 
 def stem_cells(summary: dict, *, target: float) -> None:
@@ -84,24 +84,26 @@ def stem_cells(summary: dict, *, target: float) -> None:
     with left:
         st.subheader("Learned pruning keeps")
         learned = owners(count.shape, kept_sets({u: summary["kept"][u] for u in units}))
-        st.plotly_chart(AC.count_heatmap(count, learned, n_maps=n_units), key="learned_count",
-                        config=png_config(f"stem_cells_learned_{name}"))
+        figures.show(AC.count_heatmap(count, learned, n_maps=n_units), key="learned_count",
+                     name=f"stem_cells_learned_{name}", title="Learned pruning keeps", show_caption=False,
+                     caption=captions.stem_count_caption(n_units, share, kept_k, chance, majority))
     with right:
         st.subheader(f"Gradient top {kept_k} heads")
         gradient = owners(count.shape, {u: {tuple(h) for h in summary["gradient_sets"][u]} for u in units})
-        st.plotly_chart(AC.count_heatmap(np.asarray(summary["gradient_count"]), gradient, n_maps=n_units),
-                        key="gradient_count", config=png_config(f"stem_cells_gradient_{name}"))
+        figures.show(AC.count_heatmap(np.asarray(summary["gradient_count"]), gradient, n_maps=n_units),
+                     key="gradient_count", name=f"stem_cells_gradient_{name}", title=f"Gradient top {kept_k} heads",
+                     show_caption=False, caption=captions.stem_count_caption(n_units, share, kept_k, chance, majority))
     st.caption(captions.stem_count_caption(n_units, share, kept_k, chance, majority))
     st.dataframe(AC.stem_table(summary), hide_index=True)
     st.caption(captions.STEM_TABLE)
     c1, c2 = st.columns([3, 2])
     with c1:
-        st.plotly_chart(AC.jaccard_heatmap(units, np.asarray(summary["jaccard"]),
-                                           chance=AC.chance_jaccard(count.size, kept_k)), key="learned_jaccard",
-                        config=png_config(f"stem_cells_jaccard_{name}"))
-        st.caption(captions.STEM_JACCARD)
+        figures.show(AC.jaccard_heatmap(units, np.asarray(summary["jaccard"]),
+                                        chance=AC.chance_jaccard(count.size, kept_k)), key="learned_jaccard",
+                     name=f"stem_cells_jaccard_{name}", title="Learned kept sets: overlap (Jaccard)",
+                     caption=captions.STEM_JACCARD)
     with c2:
         multi = np.asarray(summary["multi_kept"])
-        st.plotly_chart(AC.count_heatmap(multi.astype(int), {}, n_maps=1), key="multi_kept",
-                        config=png_config(f"stem_cells_multitask_{name}"))
-        st.caption(captions.multi_kept_caption(summary["multi_kept_n"], multi.size))
+        figures.show(AC.count_heatmap(multi.astype(int), {}, n_maps=1), key="multi_kept",
+                     name=f"stem_cells_multitask_{name}", title="Heads the multi-task run keeps",
+                     caption=captions.multi_kept_caption(summary["multi_kept_n"], multi.size))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts
+from headprune_app import cached, captions, charts, figures
 from headprune_app import selection as S
 from headprune_core.base.files import safe_filename
 
@@ -28,8 +28,10 @@ lang = sel.lang if sel.lang in maps else next(iter(maps))
 left, right = st.columns([3, 2])
 with left:
     st.subheader(f"{S.lang_label(lang)}")
-    st.plotly_chart(charts.importance_heatmap(maps[lang], zmin=zmin, zmax=zmax),
-                    config=charts.png_config(f"importance_{sel.task}_{lang}_{sel.method}"), key="focus_map")
+    figures.show(charts.importance_heatmap(maps[lang], zmin=zmin, zmax=zmax), key="focus_map",
+                 name=f"importance_{sel.task}_{lang}_{sel.method}",
+                 title=f"Head importance: {S.task_label(sel.task)} in {S.lang_label(lang)}",
+                 caption=f"{sel.model}; {sel.method}, {sel.normalize}; layer 0 at the bottom.")
 with right:
     st.subheader("Top heads")
     st.dataframe(charts.top_heads(maps, lang), hide_index=True, height=420)
@@ -37,20 +39,20 @@ with right:
 table = charts.importance_table(maps, raws)
 st.download_button("Download all maps (CSV)", table.to_csv(index=False).encode(), key="csv",
                    file_name=safe_filename(f"importance_{sel.task}_{sel.method}_{sel.normalize}.csv"), mime="text/csv")
-st.caption("PNG: use the camera icon at the top right of any chart.")
 
 if len(maps) > 1:
     st.subheader("All languages (one colour scale)")
-    st.plotly_chart(charts.small_multiples(maps, zmin=zmin, zmax=zmax),
-                    config=charts.png_config(f"importance_{sel.task}_all"), key="multiples")
+    figures.show(charts.small_multiples(maps, zmin=zmin, zmax=zmax), name=f"importance_{sel.task}_all",
+                 key="multiples", title=f"Head importance of {S.task_label(sel.task)} in every language",
+                 caption=f"{sel.model}; {sel.method}, {sel.normalize}; one colour scale.")
     a, b = st.columns(2)
     with a:
         st.subheader("Do the languages rank heads alike?")
         names, rho, band = cached.spearman(maps)
-        st.plotly_chart(charts.spearman_heatmap(names, rho, band=band),
-                        config=charts.png_config(f"spearman_{sel.task}"), key="spearman")
-        st.caption(captions.spearman_caption(maps[lang].size, band))
+        figures.show(charts.spearman_heatmap(names, rho, band=band), name=f"spearman_{sel.task}", key="spearman",
+                     title="Do the languages rank heads alike? (Spearman)",
+                     caption=captions.spearman_caption(maps[lang].size, band))
     with b:
         st.subheader("Where in the stack?")
-        st.plotly_chart(charts.layer_profile(raws), config=charts.png_config(f"layers_{sel.task}"), key="profile")
-        st.caption(captions.LAYER_PROFILE)
+        figures.show(charts.layer_profile(raws), name=f"layers_{sel.task}", key="profile",
+                     title="Where in the stack?", caption=captions.LAYER_PROFILE)

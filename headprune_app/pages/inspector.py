@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, state
+from headprune_app import cached, captions, charts, figures, state
 from headprune_app import selection as S
 from headprune_core.encoders.inspector import split_words
 
@@ -55,6 +55,6 @@ gated = c3.checkbox("With the current mask", value=False, disabled=mask is None,
 if mask is not None and mask[layer, head] == 0:
     st.caption(captions.pruned_head_note(layer, head))
 pieces, att = cached.attention(study, ft, words, layer, head, mask if gated and mask is not None else None)
-st.plotly_chart(charts.attention_heatmap(pieces, att, title=f"layer {layer}, head {head}"),
-                config=charts.png_config(f"attention_{state.head_label((layer, head))}"), key="attention")
-st.caption(captions.ATTENTION)
+figures.show(charts.attention_heatmap(pieces, att, title=f"layer {layer}, head {head}"), key="attention",
+             name=f"attention_{state.head_label((layer, head))}", title=f"Attention of layer {layer}, head {head}",
+             caption=captions.ATTENTION)

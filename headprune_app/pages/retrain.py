@@ -3,7 +3,7 @@ language against the unpruned model, with intervals."""
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, retrain_view
+from headprune_app import cached, captions, charts, figures, retrain_view
 from headprune_app import selection as S
 from headprune_core.base.choices import RETRAIN_STRATEGIES
 from headprune_core.runs.jobs import study_jobs
@@ -25,14 +25,14 @@ if found:
     _, rc, res = found[names.index(pick)]
     langs = [lang for lang in sel.langs if lang in res["test"]] or list(res["test"])
     st.markdown(retrain_view.picked_text(res))
-    st.plotly_chart(charts.retrain_chart(res, langs=langs), key="retrain_chart",
-                    config=charts.png_config(f"retrain_{sel.task}_{res['strategy']}"))
-    st.caption(captions.retrain_caption(res["dev_lang"]))
+    figures.show(charts.retrain_chart(res, langs=langs), key="retrain_chart",
+                 name=f"retrain_{sel.task}_{res['strategy']}", title=f"Prune, then retrain: {pick}",
+                 caption=captions.retrain_caption(res["dev_lang"]))
     if res["strategy"] == "layers":
         st.subheader("Which third hurts which language (Budhraja et al. 2021)")
-        st.plotly_chart(charts.thirds_chart(retrain_view.thirds_rows(res, langs)), key="thirds_chart",
-                        config=charts.png_config(f"thirds_{sel.task}"))
-        st.caption(captions.THIRDS)
+        figures.show(charts.thirds_chart(retrain_view.thirds_rows(res, langs)), key="thirds_chart",
+                     name=f"thirds_{sel.task}", title="Which third hurts which language (Budhraja et al. 2021)",
+                     caption=captions.THIRDS)
     else:
         st.subheader("Target language: unpruned -> pruned (best k)")
         st.dataframe(retrain_view.table(res, langs), hide_index=True)

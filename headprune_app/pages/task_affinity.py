@@ -5,8 +5,7 @@ import streamlit as st
 
 from headprune_app import affinity_charts as AC
 from headprune_app import affinity_view as V
-from headprune_app import cached, captions
-from headprune_app.charts import png_config
+from headprune_app import cached, captions, figures
 from headprune_core.base.files import safe_filename
 from headprune_core.methods.similarity import correlation_matrix
 from headprune_core.multitask.affinity import rank_auxiliary, select_threshold
@@ -46,13 +45,14 @@ with right:
     chosen = select_threshold(ranking, threshold)
     validated = V.validated(res, primary)
     trial = validated["trial"]["selected"] if validated else None
-    st.plotly_chart(AC.ranking_chart(ranking, threshold=threshold, selected=chosen, trial=trial or [], kind=kind),
-                    config=png_config(f"gradts_ranking_{primary.replace('/', '_')}"), key="ranking")
+    figures.show(AC.ranking_chart(ranking, threshold=threshold, selected=chosen, trial=trial or [], kind=kind),
+                 name=f"gradts_ranking_{primary.replace('/', '_')}", key="ranking",
+                 title=f"Auxiliary tasks for {primary}, ranked by {kind}")
     st.markdown(captions.selection_text(threshold, chosen, len(ranking), trial))
 with left:
-    st.plotly_chart(AC.affinity_heatmap(names, matrix, primary=primary, selected=chosen, kind=kind),
-                    config=png_config(f"gradts_{method}_affinity"), key="tau_heatmap")
-    st.caption(captions.affinity_caption(kind, method, V.off_diagonal(matrix)))
+    figures.show(AC.affinity_heatmap(names, matrix, primary=primary, selected=chosen, kind=kind),
+                 name=f"gradts_{method}_affinity", key="tau_heatmap", title=f"Task affinity ({kind}, {method} maps)",
+                 caption=captions.affinity_caption(kind, method, V.off_diagonal(matrix)))
 
 st.subheader(f"Training {primary} with this selection")
 V.selection_panel(gts, primary, chosen, key=f"{name}:{primary}:{'+'.join(chosen)}")
@@ -63,9 +63,8 @@ if res is None:
     st.stop()
 result = res["result"]
 table = validation_table(result)
-st.plotly_chart(AC.validation_chart(table), config=png_config(f"gradts_{plan.name}_validation"),
-                key="validation")
-st.caption(captions.validation_caption(plan))
+figures.show(AC.validation_chart(table), name=f"gradts_{plan.name}_validation", key="validation",
+             title=f"Training {primary} with each selection (test metric)", caption=captions.validation_caption(plan))
 frame = AC.validation_frame(table)
 st.dataframe(frame, hide_index=True)
 st.caption(captions.VALIDATION_TABLE)

@@ -144,3 +144,43 @@ def test_findings_report_opens_from_disk_offline(tmp_path):
     assert ids == [f"card-{c.key}" for c in cards]
     assert drawn == sum(1 for c in cards if c.estimates) == len(cards) - 1
     assert all(f"({c.key}) {c.title}" in text for c in cards) and "Not computed yet" in text
+
+
+def test_a_chart_downloads_as_a_slide_png_and_svg(server):
+    """Under the head importance map, the PNG and SVG buttons give the chart for a slide: 1600 px wide, with its
+    title and caption."""
+    import struct
+
+    from headprune_app import figures
+
+    if figures.export_problem():
+        pytest.skip(figures.export_problem())
+    with browser.browser_page() as page:
+        browser.open_page(page, server, "importance")
+        got = {}
+        for fmt in ("PNG", "SVG"):
+            with page.expect_download(timeout=120_000) as download:
+                page.get_by_role("button", name=fmt, exact=True).first.click()
+            saved = ARTIFACTS / f"slide.{fmt.lower()}"
+            download.value.save_as(saved)
+            got[fmt] = saved.read_bytes()
+            assert download.value.suggested_filename.startswith("importance_") and \
+                download.value.suggested_filename.endswith(f".{fmt.lower()}")
+    png = got["PNG"]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24])[0] == 1600
+    svg = got["SVG"].decode()
+    assert svg.startswith("<svg") and 'width="1600"' in svg and "Head importance" in svg and "layer 0" in svg
+
+
+def test_presentation_mode_hides_the_sidebar_and_can_be_left(server):
+    with browser.browser_page() as page:
+        page.goto(f"{server}/importance?present=1", wait_until="domcontentloaded")
+        page.wait_for_selector("h1", timeout=180_000)
+        browser.wait_idle(page, 180_000)
+        assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.get_by_role("button", name="Leave presentation mode").click()
+        page.wait_for_function("() => !location.search.includes('present')", timeout=60_000)
+        browser.wait_idle(page, 180_000)
+        assert page.locator('[data-testid="stSidebar"]').first.is_visible()
+        assert page.get_by_role("button", name="Leave presentation mode").count() == 0

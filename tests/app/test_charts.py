@@ -214,3 +214,44 @@ def test_pruned_model_download_is_a_loadable_pruned_model(fixture_cache, monkeyp
     model = load_pruned(tmp_path / "pruned")
     assert present_mask(model).numpy().tolist() == mask.tolist()
     assert (tmp_path / "pruned" / "tokenizer.json").is_file()
+
+
+def test_slide_figure_bakes_in_title_caption_and_size():
+    from headprune_app import figures
+
+    fig = charts.importance_heatmap(np.arange(6.0).reshape(2, 3))
+    caption = "**me5-small**; a caption long enough to wrap: " + "word " * 60 + ":orange[done]"
+    slide = figures.slide_figure(fig, title="Head importance: POS in English", caption=caption)
+    assert slide.layout.width == figures.WIDTH == 1600 and slide.layout.height >= 600
+    assert slide.layout.title.text == "Head importance: POS in English"
+    (note,) = [a for a in slide.layout.annotations if a.yref == "paper" and a.yanchor == "top"]
+    lines = note.text.split("<br>")
+    assert len(lines) >= 2 and all(len(line) <= figures.CAPTION_CHARS for line in lines)
+    assert "**" not in note.text and ":orange[" not in note.text and note.text.endswith("done")
+    assert not fig.layout.title.text and not fig.layout.annotations  # the page's figure is left as it was
+    titled = charts.attention_heatmap(["a", "b"], np.eye(2), title="layer 1, head 2")
+    assert figures.slide_figure(titled, title="other").layout.title.text == "layer 1, head 2"  # its own title kept
+    with pytest.raises(ValueError, match="unknown image format 'gif'; known: png, svg"):
+        figures.image(fig, "gif", title="t")
+
+
+@pytest.mark.browser
+def test_slide_images_are_valid_png_and_svg_of_the_slide_width():
+    """Plotly's static export (kaleido driving Chromium): a PNG 1600 px wide and an SVG of the same canvas."""
+    import struct
+    import xml.etree.ElementTree as ET
+
+    from headprune_app import figures
+
+    if figures.export_problem():
+        pytest.skip(figures.export_problem())
+    fig = charts.importance_heatmap(np.arange(144.0).reshape(12, 12))
+    png = figures.image(fig, "png", title="Head importance", caption="A caption under the plot.")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", png[16:24])
+    assert width == 1600 and 600 <= height <= 2000
+    svg = figures.image(fig, "svg", title="Head importance", caption="A caption under the plot.")
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg") and float(root.get("width")) == 1600
+    text = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    assert "Head importance" in text and "A caption under the plot." in text

@@ -1,0 +1,141 @@
+"""Figures for slides: every chart of the dashboard can be downloaded as PNG (1600 px wide) and SVG with its title,
+axis labels and caption baked in, through Plotly's static export (kaleido, which drives a local Chromium: the one
+``scripts/install.sh --browser`` installs, or any Chrome it finds; ``BROWSER_PATH`` names another). The images
+are made only when a button is clicked.
+
+Presentation mode (``?present=1`` or the sidebar's toggle) hides the sidebar and enlarges fonts, for a
+projector.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+import textwrap
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from headprune_app import charts
+from headprune_core.base.files import safe_filename
+
+WIDTH = 1600  # px of a downloaded PNG (and of the SVG's canvas)
+FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+CAPTION_CHARS = 150  # a caption line at 16 px across 1600 px
+PRESENT_KEY = "present"
+
+
+@functools.lru_cache(maxsize=1)
+def export_problem() -> str | None:
+    """Why charts cannot be exported as images here (None when they can): kaleido or a Chromium is missing."""
+    try:
+        import kaleido  # noqa: F401 -- here: only to know it is installed
+        from choreographer.browsers.chromium import Chromium
+    except ImportError:
+        return "PNG/SVG export needs kaleido (pip install -r requirements.txt)"
+    try:
+        found = Chromium.find_browser(skip_local=False)
+    except Exception:  # noqa: BLE001 -- any failure to look means none is usable
+        found = None
+    if not found:
+        return ("PNG/SVG export needs Chromium or Chrome (bash scripts/install.sh --browser installs Debian's "
+                "chromium; BROWSER_PATH names another)")
+    return None
+
+
+def _plain(text: str) -> str:
+    """Markdown and HTML of a caption as plain text for an image."""
+    text = re.sub(r"\*\*|__|`", "", str(text))
+    text = re.sub(r":[a-z]+\[([^\]]*)\]", r"\1", text)  # Streamlit colour spans
+    return re.sub(r"<[^>]+>", "", text).strip()
+
+
+def slide_figure(fig: go.Figure, *, title: str, caption: str = "", width: int = WIDTH) -> go.Figure:
+    """A copy of ``fig`` sized for a slide: its title (the figure's own, else ``title``) at the top, larger
+    fonts, and ``caption`` wrapped under the plot (markdown stripped)."""
+    out = go.Figure(copy.deepcopy(fig.to_dict()))
+    own = out.layout.title.text if out.layout.title and out.layout.title.text else ""
+    lines = textwrap.wrap(_plain(caption), CAPTION_CHARS) if caption else []
+    height = int(max(600, (out.layout.height or 450) * 1.5))
+    margin = out.layout.margin
+    below = max(85, margin.b if margin and margin.b is not None else 0)  # tick labels and the x-axis title
+    left = max(80, margin.l if margin and margin.l is not None else 0)  # the y-axis labels and title
+    bottom = below + 20 + 24 * len(lines)
+    out.update_layout(title={"text": own or _plain(title), "x": 0.01, "xanchor": "left", "font": {"size": 26}},
+                      font={"size": 17}, width=width, height=height + 24 * len(lines),
+                      margin={"t": max(90, (margin.t or 0) if margin else 0), "b": bottom, "l": left,
+                              "r": max(40, margin.r if margin and margin.r is not None else 0)})
+    if lines:
+        out.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0, y=0, xanchor="left",
+                           yanchor="top", yshift=-below, showarrow=False, align="left",
+                           font={"size": 15, "color": "#444"})
+    return out
+
+
+def image(fig: go.Figure, fmt: str, *, title: str, caption: str = "") -> bytes:
+    """``fig`` as a slide image (``png`` or ``svg``), ``WIDTH`` px wide, title and caption baked in."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown image format {fmt!r}; known: {', '.join(FORMATS)}")
+    slide = slide_figure(fig, title=title, caption=caption)
+    return slide.to_image(format=fmt, width=slide.layout.width, height=slide.layout.height, scale=1)
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get(PRESENT_KEY))
+
+
+def show(fig: go.Figure, *, name: str, title: str, caption: str = "", key: str, show_caption: bool = True,
+         **kwargs):
+    """Draw ``fig`` (as ``st.plotly_chart``; its return value, e.g. a selection), its caption (unless
+    ``show_caption`` is False: the page writes it once for several charts), and two buttons that download it
+    for slides (PNG and SVG, made on click, the caption baked in either way)."""
+    if presenting():
+        fig.update_layout(font={"size": 18})
+    event = st.plotly_chart(fig, config=charts.png_config(name), key=key, **kwargs)
+    if caption and show_caption:
+        st.caption(caption)
+    problem = export_problem()
+    if problem:
+        st.caption(f":gray[{problem}.]")
+        return event
+    png, svg, _ = st.columns([1, 1, 4])
+    for col, fmt in ((png, "png"), (svg, "svg")):
+        col.download_button(fmt.upper(), functools.partial(image, fig, fmt, title=title, caption=caption),
+                            file_name=safe_filename(f"{name}.{fmt}"), mime=FORMATS[fmt], on_click="ignore",
+                            icon=":material/download:", key=f"{key}_{fmt}",
+                            help=f"This chart for a slide: {WIDTH} px wide" + (" (vector)" if fmt == "svg" else "")
+                                 + ", with its title and caption")
+    return event
+
+
+PRESENT_CSS = """
+<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
+html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stCaptionContainer"] { font-size: 1.1rem; }
+h1 { font-size: 2.6rem !important; }
+</style>
+"""
+
+
+def presentation_frame() -> None:
+    """Presentation mode from the URL (``?present=1``) or the toggle: hide the sidebar, enlarge fonts; a button
+    at the top of the page leaves it (the sidebar, and its toggle, are hidden meanwhile)."""
+    if st.query_params.get(PRESENT_KEY) == "1" and PRESENT_KEY not in st.session_state:
+        st.session_state[PRESENT_KEY] = True
+    if presenting():
+        st.markdown(PRESENT_CSS, unsafe_allow_html=True)
+        if st.button("Leave presentation mode", icon=":material/close_fullscreen:", key="leave_present"):
+            st.session_state[PRESENT_KEY] = False
+            st.query_params.pop(PRESENT_KEY, None)
+            st.rerun()
+    else:
+        st.query_params.pop(PRESENT_KEY, None)
+
+
+def presentation_toggle() -> None:
+    """The sidebar's toggle (it is hidden while presenting: the page's button leaves)."""
+    if st.toggle("Presentation mode", key=PRESENT_KEY, help="Larger fonts and no sidebar, for a projector "
+                                                             "(a link with ?present=1 opens in it)."):
+        st.query_params[PRESENT_KEY] = "1"
