@@ -2,7 +2,8 @@
 
 The sidebar holds the choices every page shares (study plan, model, task, setting, languages, importance
 method and normalisation); each page reads them from ``st.session_state["selection"]``, calls
-``headprune_app.cached`` and renders.
+``headprune_app.cached`` and renders. Every choice is bound to the URL (``headprune_app.links``): a link reopens
+the view.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached, figures
+from headprune_app import cached, figures, links
 from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
@@ -51,15 +52,15 @@ def sidebar() -> S.Selection:
     ready = [n for n, p in plans.items() if cached.model_info(p.model)["ready"]]
     names = list(plans)
     with st.sidebar:
-        name = st.selectbox("Study plan", names, index=names.index(ready[0]) if ready else 0, key="plan",
+        name = st.selectbox("Study plan", names, index=names.index(ready[0]) if ready else 0, key="plan", bind="query-params",
                             help="A preset or a plan file in <cache>/plans: which results to compute and show.")
         plan = plans[name]
         st.caption(plan.description)
         for p in problems:
             st.caption(f":orange[unreadable plan file {p}]")
         models = list(dict.fromkeys([plan.model, *EMBEDDED]))
-        model = st.selectbox("Model", models, format_func=_model_name, key=f"model:{name}")
-        other = st.text_input("Or another model", key="other_model", placeholder="Hub id or local folder",
+        model = st.selectbox("Model", models, format_func=_model_name, key="model", bind="query-params")
+        other = st.text_input("Or another model", key="other_model", bind="query-params", placeholder="Hub id or local folder",
                               help="Any BERT / RoBERTa / XLM-R / DistilBERT / ELECTRA encoder: a Hugging Face Hub "
                                    "id (needs network the first time) or a folder with config.json and weights.")
         finetuned = False
@@ -70,7 +71,7 @@ def sidebar() -> S.Selection:
             else:
                 model = other.strip()
                 finetuned = st.checkbox("It is a fine-tuned token classifier: use its classifier as is",
-                                        key="finetuned", help="No fine-tuning: its id2label names the labels; the "
+                                        key="finetuned", bind="query-params", help="No fine-tuning: its id2label names the labels; the "
                                                               "data's tags must be among them.")
         info = cached.model_info(model)
         if info.get("quantised"):
@@ -78,10 +79,10 @@ def sidebar() -> S.Selection:
         elif info.get("note"):
             st.caption(info["note"])
         tasks = list(dict.fromkeys([*plan.tasks, "pos", "name", *cached.task_names(root)]))
-        task = st.selectbox("Task", tasks, format_func=S.task_label, key=f"task:{name}",
+        task = st.selectbox("Task", tasks, format_func=S.task_label, key="task", bind="query-params",
                             help="Embedded tasks, and your own corpora (page 'Add data').")
         setting = st.radio("Setting", list(dict.fromkeys([*plan.settings, *SETTINGS])), horizontal=True,
-                           key=f"setting:{name}", help="cross: fine-tune on one language, test on the others; "
+                           key="setting", bind="query-params", help="cross: fine-tune on one language, test on the others; "
                                                        "multi: fine-tune on every language")
         langs_ok = cached.prepared_languages(task, root)
         if task in plan.tasks and names_task(plan.sources, task):
@@ -90,21 +91,21 @@ def sidebar() -> S.Selection:
         if langs_ok and src_default not in langs_ok:
             src_default = langs_ok[0]
         sources = list(dict.fromkeys([src_default, *langs_ok]))
-        source = st.selectbox("Fine-tuned on", sources, format_func=S.lang_label, key=f"source:{name}:{task}",
+        source = st.selectbox("Fine-tuned on", sources, format_func=S.lang_label, key="source", bind="query-params",
                               disabled=setting == "multi")
         default_langs = [lang for lang in plan.langs if lang in langs_ok] or langs_ok[:8]
         langs = st.multiselect("Languages", langs_ok, default=default_langs, format_func=S.lang_label,
-                               key=f"langs:{name}:{task}")
+                               key=f"langs:{name}:{task}", bind="query-params")
         if not langs_ok:
             st.caption(":orange[No corpus of this task is prepared in this cache.]")
         lang = st.selectbox("Focus language", langs or [source], format_func=S.lang_label,
-                            key=f"lang:{name}:{task}:{','.join(langs)}")
+                            key="lang", bind="query-params")
         methods = list(dict.fromkeys([plan.method, *METHODS]))
         method = st.selectbox("Importance method", methods, format_func=lambda m: f"{m}: {METHOD_HELP.get(m, '')}",
-                              key=f"method:{name}")
+                              key="method", bind="query-params")
         normalize = st.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index("layer_sum"),
-                                 format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize")
-        minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax")
+                                 format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize", bind="query-params")
+        minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax", bind="query-params")
         figures.presentation_toggle()
         st.caption(f"Cache: `{root}`")
     return S.Selection(plan=plan, model=model, task=task, setting=setting, source=source, langs=tuple(langs),
@@ -112,6 +113,11 @@ def sidebar() -> S.Selection:
 
 
 nav = st.navigation(PAGES)
-figures.presentation_frame()  # before the sidebar's toggle: leaving presentation mode sets its state
+links.remember()
+top = st.container()  # the link's notes, the copy-link button and leaving presentation mode
+figures.leave_presentation(top)  # before the sidebar's toggle: leaving sets its state
 st.session_state["selection"] = sidebar()
-nav.run()
+try:
+    nav.run()
+finally:  # also after a page's st.stop(): the link as the page left it
+    links.top(top)

@@ -34,13 +34,13 @@ def pick_plan(plan_col, method_col, *, key: str) -> GradTSPlan:
     """The GradTS plan (widget ``{key}_plan`` in ``plan_col``) with the head maps chosen in ``method_col``
     (widget ``{key}_method:<plan>``); unreadable plan files are named below."""
     all_plans, problems = plans()
-    name = plan_col.selectbox("GradTS plan", list(all_plans), key=f"{key}_plan",
+    name = plan_col.selectbox("GradTS plan", list(all_plans), key=f"{key}_plan", bind="query-params",
                               help="A preset or a plan file in <cache>/plans/gradts: task units, primaries, sizes.")
     for p in problems:
         st.caption(f":orange[unreadable GradTS plan file {p}]")
     base = all_plans[name]
     method = method_col.radio("Head maps", METHODS, index=METHODS.index(base.method), horizontal=True,
-                              key=f"{key}_method:{name}",
+                              key=f"{key}_method", bind="query-params",
                               help="kv_grad: GradTS's key/value weight gradients; gate_grad: |d loss / d head gate|.")
     return base.restricted(method=method)
 

@@ -3,7 +3,7 @@ axis labels and caption baked in, through Plotly's static export (kaleido, which
 ``scripts/install.sh --browser`` installs, or any Chrome it finds; ``BROWSER_PATH`` names another). The images
 are made only when a button is clicked.
 
-Presentation mode (``?present=1`` or the sidebar's toggle) hides the sidebar and enlarges fonts, for a
+Presentation mode (``?present=true`` or the sidebar's toggle) hides the sidebar and enlarges fonts, for a
 projector.
 """
 
@@ -82,7 +82,10 @@ def image(fig: go.Figure, fmt: str, *, title: str, caption: str = "") -> bytes:
 
 
 def presenting() -> bool:
-    return bool(st.session_state.get(PRESENT_KEY))
+    """Presentation mode: the toggle's state, or on a session's first run the link's ``present=true``."""
+    if PRESENT_KEY in st.session_state:
+        return bool(st.session_state[PRESENT_KEY])
+    return st.query_params.get(PRESENT_KEY, "").lower() == "true"
 
 
 def show(fig: go.Figure, *, name: str, title: str, caption: str = "", key: str, show_caption: bool = True,
@@ -119,23 +122,17 @@ h1 { font-size: 2.6rem !important; }
 """
 
 
-def presentation_frame() -> None:
-    """Presentation mode from the URL (``?present=1``) or the toggle: hide the sidebar, enlarge fonts; a button
-    at the top of the page leaves it (the sidebar, and its toggle, are hidden meanwhile)."""
-    if st.query_params.get(PRESENT_KEY) == "1" and PRESENT_KEY not in st.session_state:
-        st.session_state[PRESENT_KEY] = True
-    if presenting():
-        st.markdown(PRESENT_CSS, unsafe_allow_html=True)
-        if st.button("Leave presentation mode", icon=":material/close_fullscreen:", key="leave_present"):
-            st.session_state[PRESENT_KEY] = False
-            st.query_params.pop(PRESENT_KEY, None)
-            st.rerun()
-    else:
-        st.query_params.pop(PRESENT_KEY, None)
+def leave_presentation(where) -> None:
+    """While presenting (the toggle on, or a link with ``?present=true`` opening), a button in ``where`` leaves:
+    the sidebar with its toggle is hidden meanwhile. Called before the toggle is drawn, as it sets its state."""
+    if presenting() and where.button("Leave presentation mode", icon=":material/close_fullscreen:",
+                                     key="leave_present"):
+        st.session_state[PRESENT_KEY] = False
+        st.rerun()
 
 
 def presentation_toggle() -> None:
-    """The sidebar's toggle (it is hidden while presenting: the page's button leaves)."""
-    if st.toggle("Presentation mode", key=PRESENT_KEY, help="Larger fonts and no sidebar, for a projector "
-                                                             "(a link with ?present=1 opens in it)."):
-        st.query_params[PRESENT_KEY] = "1"
+    """The sidebar's toggle, bound to the URL (``present=true``); its CSS once it is on."""
+    if st.toggle("Presentation mode", key=PRESENT_KEY, bind="query-params",
+                 help="Larger fonts and no sidebar, for a projector (a link with ?present=true opens in it)."):
+        st.markdown(PRESENT_CSS, unsafe_allow_html=True)

@@ -52,16 +52,16 @@ def read_params(col, sel: S.Selection, strategy: str) -> Params:
     if strategy in ("importance", "reverse"):
         return replace(p, rank_lang=col.selectbox("Ranking of", options, index=default,
                                                   format_func=lambda lang: rank_label(sel, lang),
-                                                  key=f"rank_lang:{sel.setting}:{sel.source}:{sel.lang}",
+                                                  key="ranking", bind="query-params",
                                                   help=captions.RANK_LANG_HELP))
     if strategy == "random":
-        return replace(p, seed=int(col.number_input("Seed", min_value=0, value=0, step=1, key="seed")))
+        return replace(p, seed=int(col.number_input("Seed", min_value=0, value=0, step=1, key="seed", bind="query-params")))
     if strategy == "layers":
-        return replace(p, part=col.radio("Layers", LAYER_PARTS, index=1, horizontal=True, key="part",
+        return replace(p, part=col.radio("Layers", LAYER_PARTS, index=1, horizontal=True, key="part", bind="query-params",
                                          help="Prune every head of the bottom, middle or top third of the layers."))
     if strategy == "learned":
         return replace(p, target=col.select_slider("Learned pruning removes", LEARNED_TARGETS, value=0.5,
-                                                   format_func=lambda v: f"{v:.0%}", key="learned_target",
+                                                   format_func=lambda v: f"{v:.0%}", key="learned_target", bind="query-params",
                                                    help=captions.LEARNED_HELP))
     return p
 
@@ -97,16 +97,16 @@ def read_mask(col, shape: tuple[int, int], p: Params, ranking, learned, *,
         if "custom_heads" not in st.session_state:
             st.session_state["custom_heads"] = list(before.pruned) if before and before.shape == shape else []
         chosen = col.multiselect("Pruned heads (or click squares below)", state.all_heads(shape),
-                                 format_func=state.head_label, key="custom_heads")
+                                 format_func=state.head_label, key="custom_heads", bind="query-params")
         custom, k = state.mask_of(shape, chosen), len(chosen)
     elif p.strategy == "layers":
         col.caption(f"Every head of the {p.part} third of the layers.")
     elif p.strategy == "learned":
         removed = int((learned.kept == 0).sum())
-        k = col.slider("Heads pruned (k)", 0, total, value=removed, key=f"k_learned:{p.target}",
+        k = col.slider("Heads pruned (k)", 0, total, value=removed, key=f"k_learned:{p.target}", bind="query-params",
                        help=captions.learned_k_help(removed))
     else:
-        k = col.slider("Heads pruned (k)", 0, total, value=0, key="k", help=captions.K_HELP)
+        k = col.slider("Heads pruned (k)", 0, total, value=0, key="k", bind="query-params", help=captions.K_HELP)
     return cached.mask(shape, "importance" if p.strategy == "learned" else p.strategy, k, ranking=ranking,
                        seed=p.seed, part=p.part, custom=custom)
 

@@ -27,7 +27,7 @@ mask = current.mask() if current else None
 
 examples = cached.sample_sentences(sel.task, sel.lang, cached.root())
 text = st.text_input("A sentence, in any language", value=examples[0] if examples else "Anna sees the big dog .",
-                     key=f"sentence:{sel.lang}", help="Words and punctuation are split as in the corpora.")
+                     key=f"sentence:{sel.lang}", bind="query-params", help="Words and punctuation are split as in the corpora.")
 words = split_words(text)
 if not words:
     st.warning("Type a sentence to tag.")
@@ -48,9 +48,9 @@ else:
 st.subheader("One head's attention")
 n_layers, n_heads = cached.head_shape(sel.model)
 c1, c2, c3 = st.columns(3)
-layer = c1.selectbox("Layer", list(range(n_layers)), key="insp_layer")
-head = c2.selectbox("Head", list(range(n_heads)), key="insp_head")
-gated = c3.checkbox("With the current mask", value=False, disabled=mask is None, key="insp_gated",
+layer = c1.selectbox("Layer", list(range(n_layers)), key="layer", bind="query-params")
+head = c2.selectbox("Head", list(range(n_heads)), key="head", bind="query-params")
+gated = c3.checkbox("With the current mask", value=False, disabled=mask is None, key="gated", bind="query-params",
                     help="Heads of earlier layers that the mask removes change this head's inputs.")
 if mask is not None and mask[layer, head] == 0:
     st.caption(captions.pruned_head_note(layer, head))

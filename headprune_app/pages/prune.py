@@ -27,7 +27,8 @@ shape = cached.head_shape(sel.model)
 
 V.apply_grid_click()
 c1, c2, c3 = st.columns([2, 2, 3])
-strategy = c1.selectbox("Strategy", V.STRATEGIES, format_func=S.STRATEGY_LABELS.get, key="strategy")
+strategy = c1.selectbox("Strategy", V.STRATEGIES, format_func=S.STRATEGY_LABELS.get, key="strategy",
+                        bind="query-params")
 params = V.read_params(c2, sel, strategy)
 ranking, learned = V.ranking_for(study, sel, ft, params)
 mask = V.read_mask(c3, shape, params, ranking, learned, before=state.current_mask(ft.key(), sel.task))

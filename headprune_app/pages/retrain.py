@@ -20,7 +20,7 @@ cached.need_languages(sel)
 found = cached.guarded(retrain_view.results, study, sel.task, what="Cannot list the re-fine-tunings")
 if found:
     names = [name for name, _, _ in found]
-    pick = st.selectbox("Re-fine-tuning", names, key="retrain_pick",
+    pick = st.selectbox("Re-fine-tuning", names, key="retrain", bind="query-params",
                         help="Every prune-then-retrain run of this model and task in the cache, newest first.")
     _, rc, res = found[names.index(pick)]
     langs = [lang for lang in sel.langs if lang in res["test"]] or list(res["test"])

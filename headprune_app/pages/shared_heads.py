@@ -13,9 +13,9 @@ st.markdown(captions.SHARED)
 st.caption(captions.SHARED_PAPER)
 
 c1, c2 = st.columns([2, 3])
-group = c1.radio("Compare", ["tasks (GradTS plan)", "languages (sidebar choices)"], key="shared_group",
+group = c1.radio("Compare", ["tasks (GradTS plan)", "languages (sidebar choices)"], key="shared_group", bind="query-params",
                  help=captions.GROUP_HELP)
-top_p = c2.slider("Top p% of heads per map", 1, 50, 10, 1, key="shared_top_p")
+top_p = c2.slider("Top p% of heads per map", 1, 50, 10, 1, key="shared_top_p", bind="query-params")
 
 if group.startswith("tasks"):
     d1, d2 = st.columns([3, 2])
@@ -54,7 +54,7 @@ if not group.startswith("tasks"):
 st.header("Learned pruning: stem cells (He & Choi)")
 st.markdown(captions.STEM_CELLS)
 target = st.select_slider("Share of heads learned pruning removes", [0.25, 0.5, 0.75], value=0.5,
-                          key="stem_target", format_func=lambda v: f"{v:.0%}")
+                          key="stem_target", bind="query-params", format_func=lambda v: f"{v:.0%}")
 cells = cached.guarded(V.stemcells, gts, target, what="Cannot set up learned pruning")
 summary = V.stemcells_summary(cells)
 if summary is None:

@@ -17,7 +17,8 @@ st.caption(captions.AFFINITY_PAPER)
 
 c1, c2, c3 = st.columns([3, 2, 2])
 plan = V.pick_plan(c1, c2, key="gradts")
-kind = c3.radio("Correlation", ["Kendall tau", "Spearman rho"], horizontal=True, key="gradts_corr")
+kind = c3.radio("Correlation", ["Kendall tau", "Spearman rho"], horizontal=True, key="gradts_corr",
+                bind="query-params")
 name, method = plan.name, plan.method
 st.markdown(f"{cached.model_caption(plan.model)}  \n{plan.description}")
 if plan.note:
@@ -36,10 +37,10 @@ names, matrix = correlation_matrix(maps, kind="kendall" if kind.startswith("Kend
 res = V.result(gts)
 left, right = st.columns([3, 2])
 with right:
-    primary = st.selectbox("Primary task", V.primary_order(gts.primaries, names), key=f"gradts_primary:{name}",
+    primary = st.selectbox("Primary task", V.primary_order(gts.primaries, names), key="primary", bind="query-params",
                            help="The task to improve; the others are candidate auxiliary tasks.")
     threshold = st.slider(f"Threshold ({kind.split()[-1]})", -1.0, 1.0, float(plan.threshold), 0.01,
-                          key=f"gradts_threshold:{name}",
+                          key="threshold", bind="query-params",
                           help=f"GradTS-thres keeps every auxiliary task above it (the plan uses {plan.threshold}).")
     ranking = rank_auxiliary(names, matrix, primary)
     chosen = select_threshold(ranking, threshold)

@@ -54,8 +54,8 @@ def test_upload_preview_register_and_heatmap(app, tmp_path, cache_copy):
     run(app)
     assert len(app.get("plotly_chart")) == 1
     # and it is a task in the sidebar, with its language
-    assert "mytags" in app.sidebar.selectbox(key="task:fixture").options
-    app.sidebar.selectbox(key="task:fixture").set_value("mytags")
+    assert "mytags" in app.sidebar.selectbox(key="task").options
+    app.sidebar.selectbox(key="task").set_value("mytags")
     run(app)
     assert app.sidebar.multiselect(key="langs:fixture:mytags").value == ["sw"]
     app.switch_page("headprune_app/pages/importance.py")

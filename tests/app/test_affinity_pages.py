@@ -123,13 +123,13 @@ def test_task_affinity_shows_heatmap_selection_and_validation(gradts_cache, monk
 
 def test_threshold_slider_highlights_the_selection(gradts_cache, monkeypatch):
     at = ok(page(AFFINITY, gradts_cache["root"], monkeypatch))
-    at.selectbox(key="gradts_primary:fixture-gradts").set_value("name/es")
-    at.slider(key="gradts_threshold:fixture-gradts").set_value(-1.0)
+    at.selectbox(key="primary").set_value("name/es")
+    at.slider(key="threshold").set_value(-1.0)
     ok(at)
     assert "selects 4 of 4" in text_of(at)
     circles = [t for t in tau_heatmap(at)["data"] if t.get("type") == "scatter"]
     assert circles and len(circles[0]["x"]) == 4
-    at.slider(key="gradts_threshold:fixture-gradts").set_value(1.0)
+    at.slider(key="threshold").set_value(1.0)
     ok(at)
     assert "selects 0 of 4" in text_of(at)
     assert not [t for t in tau_heatmap(at)["data"] if t.get("type") == "scatter"]
@@ -141,7 +141,7 @@ def test_threshold_slider_highlights_the_selection(gradts_cache, monkeypatch):
 def test_gate_grad_maps_missing_are_offered(gradts_cache, monkeypatch, tmp_path):
     root = copy_cache({"root": gradts_cache["root"]}, tmp_path / "cache", runs=True)
     at = ok(page(AFFINITY, root, monkeypatch))
-    at.radio(key="gradts_method:fixture-gradts").set_value("gate_grad")
+    at.radio(key="gradts_method").set_value("gate_grad")
     ok(at)
     assert at.warning and "head maps (gate_grad) are not in the cache" in at.warning[0].value
     assert not at.error

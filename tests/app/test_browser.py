@@ -174,7 +174,7 @@ def test_a_chart_downloads_as_a_slide_png_and_svg(server):
 
 def test_presentation_mode_hides_the_sidebar_and_can_be_left(server):
     with browser.browser_page() as page:
-        page.goto(f"{server}/importance?present=1", wait_until="domcontentloaded")
+        page.goto(f"{server}/importance?present=true", wait_until="domcontentloaded")
         page.wait_for_selector("h1", timeout=180_000)
         browser.wait_idle(page, 180_000)
         assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
@@ -184,3 +184,46 @@ def test_presentation_mode_hides_the_sidebar_and_can_be_left(server):
         browser.wait_idle(page, 180_000)
         assert page.locator('[data-testid="stSidebar"]').first.is_visible()
         assert page.get_by_role("button", name="Leave presentation mode").count() == 0
+
+
+def _view(page) -> dict:
+    """What the prune page shows: the metrics, the mask's caption, the slider's k and the chosen strategy."""
+    return {"metrics": page.locator('[data-testid="stMetricValue"]').all_inner_texts(),
+            "mask": page.get_by_text("Mask:").first.inner_text(),
+            "k": page.locator('[data-testid="stSlider"] input[type="range"]').first.get_attribute("value"),
+            "strategy": page.locator('[data-testid="stSelectbox"]', has_text="Strategy").first.inner_text()}
+
+
+def test_a_link_reopens_the_view_in_a_fresh_browser(server):
+    """Set a view on Prune & evaluate (strategy, k), take the URL and the copy-link text, open that URL in a new
+    browser: the same strategy, k, mask and metrics; a link with an unknown task and k above the head count falls
+    back to the defaults with notes, never an exception."""
+    with browser.browser_page() as page:
+        browser.open_page(page, server, "prune")
+        page.locator('[data-testid="stSelectbox"]', has_text="Strategy").first.click()
+        page.get_by_role("option", name="random").first.click()
+        browser.wait_idle(page)
+        for _ in range(5):
+            browser.move_slider(page, "ArrowRight")
+        page.wait_for_function("() => location.search.includes('k=5') && location.search.includes('strategy=')")
+        url, shown = page.url, _view(page)
+        page.get_by_role("button", name="Copy link").click()
+        copied = page.locator('[data-testid="stPopoverBody"] code').first.inner_text()
+    assert "k=5" in url and "strategy=random" in url and shown["k"] == "5" and "random" in shown["mask"].lower()
+    assert copied.replace("\n", "") == url
+    with browser.browser_page() as fresh:  # a new browser: nothing but the URL
+        fresh.goto(url, wait_until="domcontentloaded")
+        fresh.wait_for_selector("h1", timeout=180_000)
+        browser.wait_idle(fresh)
+        again = _view(fresh)
+        assert fresh.locator('[data-testid="stException"]').count() == 0
+    assert again == shown
+    with browser.browser_page() as stale:
+        stale.goto(f"{server}/prune?task=nope&k=999&strategy=best", wait_until="domcontentloaded")
+        stale.wait_for_selector("h1", timeout=180_000)
+        browser.wait_idle(stale)
+        text = stale.locator("body").inner_text()
+        assert stale.locator('[data-testid="stException"]').count() == 0
+        assert "The link's task = nope is not available here" in text
+        assert "The link's strategy = best is not available here" in text
+        assert "k = 999" in text and "0 of 12 heads pruned" in text

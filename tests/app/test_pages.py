@@ -61,7 +61,7 @@ def test_importance_page_has_all_views(app):
 
 
 def test_name_task_is_labelled_as_a_proxy_for_ner(app):
-    app.sidebar.selectbox(key="task:fixture").set_value("name").run()
+    app.sidebar.selectbox(key="task").set_value("name").run()
     run_page(app, "importance")
     assert any("proxy for NER" in c.value for c in app.caption)
 
@@ -131,8 +131,8 @@ def test_inspector_tags_with_and_without_the_current_mask(app):
     assert len(plotly_charts(app)) == 1
     app.text_input(key="sentence:en").set_value("today the book likes Paris .").run()
     assert app.dataframe[0].value["word"].tolist() == ["today", "the", "book", "likes", "Paris", "."]
-    app.selectbox(key="insp_layer").set_value(2).run()
-    app.checkbox(key="insp_gated").check().run()
+    app.selectbox(key="layer").set_value(2).run()
+    app.checkbox(key="gated").check().run()
     assert not app.exception
 
 
@@ -298,7 +298,7 @@ def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, mon
     assert any("How often each rule is wrong" in m.value for m in at.markdown)  # the calibration table
     # the Prune & retrain page shows the runs the click computed
     run_page(at, "retrain")
-    assert at.selectbox(key="retrain_pick").options and len(plotly_charts(at)) >= 1
+    assert at.selectbox(key="retrain").options and len(plotly_charts(at)) >= 1
 
 
 def test_learned_strategy_offers_the_l0_run_then_prunes_by_its_gates(fixture_cache, monkeypatch, tmp_path):
