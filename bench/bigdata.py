@@ -25,10 +25,10 @@ TAGS = ["ADJ", "ADP", "ADV", "CONJ", "DET", "NOUN", "NUM", "PRON", "PRT", "PUNCT
 SCORE = ["--sentences", "100", "--max-train", "100", "--epochs", "1"]
 
 
-def write_table(path: Path, sentences: int, *, seed: int = 0) -> int:
-    """A parquet token corpus of ``sentences`` rows (columns ``tokens`` and ``pos_tags``); returns its bytes."""
+def make_table(sentences: int, *, seed: int = 0):
+    """A token corpus of ``sentences`` rows (columns ``tokens`` and ``pos_tags``) as an Arrow table whose metadata
+    holds the Hub's features (a ClassLabel of the tags), as ``datasets`` writes it."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(5000)]
@@ -39,22 +39,52 @@ def write_table(path: Path, sentences: int, *, seed: int = 0) -> int:
         tags.append([rng.randrange(len(TAGS)) for _ in range(n)])
     features = {"tokens": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "Sequence"},
                 "pos_tags": {"feature": {"names": TAGS, "_type": "ClassLabel"}, "_type": "Sequence"}}
-    table = pa.table({"tokens": tokens, "pos_tags": tags}).replace_schema_metadata(
+    return pa.table({"tokens": tokens, "pos_tags": tags}).replace_schema_metadata(
         {b"huggingface": json.dumps({"info": {"features": features}}).encode()})
-    pq.write_table(table, path)
+
+
+def write_table(path: Path, sentences: int, *, seed: int = 0) -> int:
+    """One parquet file of :func:`make_table`'s corpus; returns its bytes."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(make_table(sentences, seed=seed), path)
     return path.stat().st_size
+
+
+def write_hub_copy(root: Path, sentences: int, *, seed: int = 0) -> int:
+    """The same corpus as a local copy of a Hub data set: ``default/{train,validation,test}-00000-of-00001.parquet``
+    (80/10/10) and a README whose YAML header lists the splits, as the Hub serves a repository; returns its bytes."""
+    import pyarrow.parquet as pq
+
+    table = make_table(sentences, seed=seed)
+    n_dev = n_test = sentences // 10
+    parts = {"train": table.slice(0, sentences - n_dev - n_test),
+             "validation": table.slice(sentences - n_dev - n_test, n_dev),
+             "test": table.slice(sentences - n_test, n_test)}
+    (root / "default").mkdir(parents=True, exist_ok=True)
+    lines = ["---", "configs:", "- config_name: default", "  data_files:"]
+    for split, part in parts.items():
+        pq.write_table(part, root / "default" / f"{split}-00000-of-00001.parquet")
+        lines += [f"  - split: {split}", f"    path: default/{split}-*"]
+    (root / "README.md").write_text("\n".join([*lines, "---", "", "A generated corpus (headprune bench).", ""]))
+    return sum(f.stat().st_size for f in (root / "default").iterdir())
 
 
 def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") -> Section:
     work = Path(tempfile.mkdtemp(prefix="headprune-bench-big-"))
     cache = _linked_cache(work / "cache")
-    env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false",
+           "HF_DATASETS_CACHE": str(work / "hf-datasets")}  # the Hub copy's Arrow files, removed with the rest
     log = work / "bigdata.log"
     n = QUICK_SENTENCES if quick else SENTENCES
     table = work / "big.parquet"
     size = write_table(table, n)
+    hub = work / "big-hub"
+    write_hub_copy(hub, n)
     steps = [
         (f"register {n:,} sentences", ["headprune_core", "data", "add", "big", "--lang", "xx", str(table)]),
+        ("register them from a Hub-format copy", ["headprune_core", "data", "add", "bighub", "--lang", "xx",
+                                                 f"hub:{hub}:default"]),
         ("fine-tune and score them", ["headprune_core", "score", "--model", model, "--device", device, "--task",
                                       "big", "--lang", "xx", "--train-langs", "xx", *SCORE]),
         ("the same on embedded pos/en", ["headprune_core", "score", "--model", model, "--device", device, "--task",
@@ -64,15 +94,22 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
                                                      *SCORE]),
     ]
     measured = {name: run_measured(args, env, log) for name, args in steps}
-    rows = [[name, f"`python -m {' '.join(a if not a.startswith('/') else Path(a).name for a in args)}`",
+    def shown(a: str) -> str:  # files by their names, not this run's temporary folder
+        return Path(a).name if a.startswith("/") else a.replace(f"{work}/", "")
+
+    rows = [[name, f"`python -m {' '.join(shown(a) for a in args)}`",
              round(measured[name]["seconds"], 1), round(measured[name]["peak_mb"])] for name, args in steps]
-    register = measured[steps[0][0]]["peak_mb"]
-    beyond = measured[steps[1][0]]["peak_mb"] - measured[steps[2][0]]["peak_mb"]
+    register, register_hub = (measured[steps[i][0]]["peak_mb"] for i in (0, 1))
+    beyond = measured[steps[2][0]]["peak_mb"] - measured[steps[3][0]]["peak_mb"]
     goals = [Goal(f"register a {n:,}-sentence parquet", f"<= {LIMIT_MB} MiB", f"{register:.0f} MiB",
                   register <= LIMIT_MB if not quick else None),
+             Goal(f"register a {n:,}-sentence Hub-format copy", f"<= {LIMIT_MB} MiB", f"{register_hub:.0f} MiB",
+                  register_hub <= LIMIT_MB if not quick else None),
              Goal("fine-tune and score it, beyond the same run on a small corpus", f"<= {LIMIT_MB} MiB",
                   f"{beyond:+.0f} MiB", beyond <= LIMIT_MB if not quick else None)]
-    notes = [f"The table: {n:,} sentences of 5-25 words, {size / 1e6:.1f} MB of parquet; one file, split 80/10/10.",
+    notes = [f"The table: {n:,} sentences of 5-25 words, {size / 1e6:.1f} MB of parquet; one file, split 80/10/10. "
+             "The Hub-format copy holds the same rows as three split files in the Hub's layout (read by "
+             "datasets.load_dataset, offline).",
              "Each peak is the command's own VmHWM (bench.peak); the model and training dominate the score runs."]
     return Section("bigdata", f"A big corpus: register and score {n:,} sentences",
                    ["step", "command", "wall s", "peak MiB"], rows, goals, notes)
