@@ -338,3 +338,19 @@ def cache_commands(sub) -> None:
                                    "uploads older than a day (never outside the cache, never through a link)")
     q.add_argument("--dry-run", action="store_true", help="say what would go and how much space it frees")
     q.add_argument("--cache", default=None)
+
+    p = sub.add_parser("bundle", help="a plan's results packed on one machine and checked into another cache "
+                                      "(model weights left out unless asked for)")
+    what = p.add_subparsers(dest="bundle_command", required=True)
+    q = what.add_parser("export", help="pack a plan's cached results and a manifest (keys, sizes, SHA-256)")
+    q.add_argument("plan", help="a preset (demo, findings ...), a saved plan or a plan file")
+    q.add_argument("--out", required=True, help="the bundle file to write (e.g. findings.bundle.tar.gz)")
+    q.add_argument("--with-weights", action="store_true",
+                   help="also pack fine-tuned weights (the inspector, new masks and physical pruning need them)")
+    q.add_argument("--model", default=None, help="model (default: the plan's)")
+    q.add_argument("--device", default="auto")
+    q.add_argument("--cache", default=None)
+    q = what.add_parser("import", help="check every entry of a bundle, then add them to the cache (a valid entry "
+                                       "already there is kept)")
+    q.add_argument("file", help="the bundle file")
+    q.add_argument("--cache", default=None)

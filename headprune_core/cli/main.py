@@ -21,7 +21,7 @@ COMMANDS = {
     "study": "plans", "sweep": "sweep", "findings": "findings", "report": "findings",
     "affinity": "multitask", "gradts": "multitask", "stemcells": "multitask",
     "finetune": "runs", "score": "runs", "curve": "runs", "evaluate": "runs", "refinetune": "runs", "prune": "runs",
-    "ls": "cache", "show": "cache", "rm": "cache", "export": "cache", "cache": "cache",
+    "ls": "cache", "show": "cache", "rm": "cache", "export": "cache", "cache": "cache", "bundle": "bundle",
 }
 """Each command and the module of ``headprune_core.cli.main`` whose ``cmd_<command>`` runs it."""
 

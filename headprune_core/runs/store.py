@@ -164,7 +164,7 @@ class Store:
                              "and data it describes")
         final = self.path_for(cfg)
         try:
-            with atomic_dir(final, replace=lambda existing: not _is_valid(existing, cfg)) as tmp:
+            with atomic_dir(final, replace=lambda existing: not entry_is_valid(existing, cfg)) as tmp:
                 (tmp / "config.json").write_text(json.dumps(
                     {"kind": cfg.kind, "schema": SCHEMA_VERSION, "version": cfg.version, "key": cfg.key(),
                      "config": cfg.to_dict()}, indent=2, sort_keys=True, ensure_ascii=False), encoding="utf-8")
@@ -195,7 +195,7 @@ class Store:
             if rec is None or not rec["file"].endswith((".json", ".npy")):
                 return None
             f = path / rec["file"]
-            if _sha256(f) != rec.get("sha256"):
+            if sha256_file(f) != rec.get("sha256"):
                 raise CorruptEntry(f"{f.name} does not have the SHA-256 it was written with")
             return json.loads(f.read_text(encoding="utf-8")) if f.suffix == ".json" else np.load(f, allow_pickle=False)
         except (CorruptEntry, OSError, ValueError) as err:
@@ -300,10 +300,11 @@ def _write_artifact(folder: Path, name: str, value: Any) -> dict:
         filename = f"{name}.json"
         (folder / filename).write_text(canonical_json(value), encoding="utf-8")
     path = folder / filename
-    return {"name": name, "file": filename, "bytes": path.stat().st_size, "sha256": _sha256(path)}
+    return {"name": name, "file": filename, "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file, read 1 MiB at a time."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -342,7 +343,7 @@ def check_entry(path: Path, cfg: RunConfig | None, *, hashes: bool) -> list[dict
             raise CorruptEntry(f"artifact {name!r} is missing")
         if f.stat().st_size != rec.get("bytes"):
             raise CorruptEntry(f"{f.name} has {f.stat().st_size} bytes, {rec.get('bytes')} were written")
-        if hashes and _sha256(f) != rec.get("sha256"):
+        if hashes and sha256_file(f) != rec.get("sha256"):
             raise CorruptEntry(f"{f.name} does not have the SHA-256 it was written with")
     return records
 
@@ -355,7 +356,8 @@ def _keyed_of(stored: dict, cfg: RunConfig) -> dict | None:
         return None
 
 
-def _is_valid(path: Path, cfg: RunConfig) -> bool:
+def entry_is_valid(path: Path, cfg: RunConfig) -> bool:
+    """Whether the entry folder ``path`` checks out for ``cfg``, every file's SHA-256 included."""
     try:
         check_entry(path, cfg, hashes=True)
         return True

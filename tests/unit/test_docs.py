@@ -18,7 +18,7 @@ from headprune_core.cli.args import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-SUBCOMMANDS = {"data": {"add", "ls", "show", "rm"}, "cache": {"ls", "du", "gc"}}
+SUBCOMMANDS = {"data": {"add", "ls", "show", "rm"}, "cache": {"ls", "du", "gc"}, "bundle": {"export", "import"}}
 
 
 def fenced_commands(path: Path) -> list[tuple[str, list[str]]]:

@@ -1,0 +1,327 @@
+"""Result bundles: a plan's cache entries packed on one machine (a GPU box, a cluster) and checked into another
+cache (a laptop), so its pages show the results with nothing recomputed.
+
+A bundle is a tar file (gzip) holding ``manifest.json`` (format, plan, model, every entry's kind and key and every
+file's size and SHA-256) and the entries' files as ``runs/<kind>/<key>/<file>``. Fine-tuned weights stay out
+unless asked for (``with_weights``): the pages that need a model (the inspector, new masks, physical pruning)
+then say it is missing and offer to compute it.
+
+Import checks everything before anything lands: regular files only (no links, devices or folders), names inside
+``runs/`` of the layout above, nothing absent from or missing in the manifest, sizes and SHA-256 as listed, only
+``.json``, ``.npy`` (never with pickled objects) and ``.safetensors`` files, each entry's ``config.json`` of a
+known kind whose configuration hashes to its key, and its ``entry.json`` listing exactly its files. Then each entry
+is moved into the cache atomically, under its key's lock; a valid entry already there is never overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import shutil
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from headprune_core.base.files import key_lock, remove_dir
+from headprune_core.multitask.gradts import GradTS
+from headprune_core.plans.plan import StudyPlan, plan_jobs
+from headprune_core.runs.config import CONFIG_KINDS, RunConfig, config_from_dict, nested_configs
+from headprune_core.runs.retrain import refinetune_parts
+from headprune_core.runs.store import ENTRY, CorruptEntry, Store, check_entry, entry_is_valid, sha256_file
+from headprune_core.runs.study import Study
+
+FORMAT = "headprune-bundle"
+VERSION = 1
+MANIFEST = "manifest.json"
+SUFFIXES = (".json", ".npy", ".safetensors")
+MAX_MANIFEST_BYTES = 64 << 20
+_KEY = re.compile(r"^[0-9a-f]{20}$")
+_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class BundleError(ValueError):
+    """A bundle that cannot be imported: the message names the member and why; nothing was written."""
+
+
+class MissingResult(LookupError):
+    """A result the bundle's plan reads is not in the cache (export packs what is there and counts the rest)."""
+
+
+class RecordingStore(Store):
+    """A store that remembers every entry it is asked about and never computes (a missing one raises)."""
+
+    def __init__(self, root: Path | str | None = None):
+        super().__init__(root)
+        self.seen: dict[str, RunConfig] = {}
+
+    def path_for(self, cfg: RunConfig) -> Path:
+        self.seen.setdefault(f"{cfg.kind}/{cfg.key()}", cfg)
+        return super().path_for(cfg)
+
+    def get_or_compute(self, cfg: RunConfig, compute) -> dict[str, Any]:
+        found = self.get(cfg)
+        if found is None:
+            raise MissingResult(f"{cfg.kind}/{cfg.key()}")
+        return found
+
+
+@dataclass
+class Exported:
+    path: Path
+    entries: int
+    bytes: int
+    missing: int  # results the plan reads that are not cached (not in the bundle)
+    weights_left_out: int  # fine-tunes whose weights were not packed
+
+
+def plan_results(study: Study, plan: StudyPlan) -> tuple[list[RunConfig], int]:
+    """Every cached result ``plan``'s pages read (its jobs, what they read, re-fine-tunings' runs, GradTS
+    validations' parts, as :class:`RecordingStore` sees them read), and how many it reads that are missing."""
+    store = study.store
+    if not isinstance(store, RecordingStore):
+        raise TypeError("plan_results needs a Study on a RecordingStore")
+    gradts = {GradTS(study, g).config().key(): g for g in plan.gradts_plans()}
+    for job in plan_jobs(study, plan):
+        for cfg in [*nested_configs(job.cfg), job.cfg]:
+            store.status(cfg)
+        try:
+            if job.cfg.kind == "refinetune" and store.has(job.cfg):
+                for part in refinetune_parts(study, job.cfg):
+                    for cfg in part.configs():
+                        store.status(cfg)
+            elif job.cfg.kind == "gradts" and store.has(job.cfg) and job.cfg.key() in gradts:
+                gts = GradTS(study, gradts[job.cfg.key()])
+                aff = gts.affinity()
+                for primary in gts.primaries:
+                    gts.validate(primary, aff["names"], aff["tau"])
+        except MissingResult:
+            pass  # counted below: the entry is among those seen and not cached
+    cfgs = list(store.seen.values())
+    ok = [c for c in cfgs if store.status(c) == "ok"]
+    return ok, len(cfgs) - len(ok)
+
+
+def _files(entry: Path, cfg: RunConfig) -> list[tuple[str, Path]]:
+    records = check_entry(entry, cfg, hashes=True)
+    return [(name, entry / name) for name in ("config.json", ENTRY, *(r["file"] for r in records))]
+
+
+def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = False, device: str = "auto",
+                  store: Store | None = None) -> Exported:
+    """Pack ``plan``'s cached results into the bundle ``out`` (written beside, then renamed)."""
+    out = Path(out).expanduser()
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"no such folder for the bundle: {out.parent}")
+    recorder = RecordingStore(store.root if store is not None else None)
+    study = plan.study(store=recorder, device=device, progress=False)
+    cfgs, missing = plan_results(study, plan)
+    entries, left_out, total = [], 0, 0
+    for cfg in sorted(cfgs, key=lambda c: (c.kind, c.key())):
+        try:
+            files = _files(recorder.path_for(cfg), cfg)
+        except CorruptEntry:
+            missing += 1
+            continue
+        if not with_weights and any(name.endswith(".safetensors") for name, _ in files):
+            left_out += 1
+            continue
+        listed = [{"name": name, "bytes": f.stat().st_size, "sha256": sha256_file(f)} for name, f in files]
+        entries.append({"kind": cfg.kind, "key": cfg.key(), "files": listed, "paths": files})
+        total += sum(x["bytes"] for x in listed)
+    manifest = {"format": FORMAT, "version": VERSION, "plan": plan.name, "model": plan.model,
+                "created": time.time(), "with_weights": with_weights, "missing": missing,
+                "weights_left_out": left_out,
+                "entries": [{k: e[k] for k in ("kind", "key", "files")} for e in entries]}
+    tmp = out.with_name(out.name + ".part")
+    with tarfile.open(tmp, "w:gz") as tar:
+        _add(tar, MANIFEST, io.BytesIO(json.dumps(manifest, indent=1).encode()), None)
+        for e in entries:
+            for name, path in e["paths"]:
+                with open(path, "rb") as fh:
+                    _add(tar, f"runs/{e['kind']}/{e['key']}/{name}", fh, path.stat().st_size)
+    tmp.replace(out)
+    return Exported(out, len(entries), total, missing, left_out)
+
+
+def _add(tar: tarfile.TarFile, name: str, fh, size: int | None) -> None:
+    info = tarfile.TarInfo(name)
+    if size is None:
+        size = len(fh.getvalue())
+    info.size, info.mode, info.mtime = size, 0o644, int(time.time())
+    tar.addfile(info, fh)
+
+
+# --- import ----------------------------------------------------------------------------------------------------
+
+def _member_path(name: str) -> tuple[str, str, str]:
+    """(kind, key, file) of an entry's member name, or a BundleError saying why the name is refused."""
+    if name.startswith("/") or "\\" in name or re.match(r"^[A-Za-z]:", name):
+        raise BundleError(f"{name!r}: an absolute or non-POSIX path")
+    parts = PurePosixPath(name).parts
+    if any(p in ("..", ".", "") for p in name.split("/")):
+        raise BundleError(f"{name!r}: a path that leaves its folder")
+    if len(parts) != 4 or parts[0] != "runs":
+        raise BundleError(f"{name!r}: not runs/<kind>/<key>/<file>")
+    _, kind, key, file = parts
+    if kind not in CONFIG_KINDS:
+        raise BundleError(f"{name!r}: unknown kind of result {kind!r}")
+    if not _KEY.match(key):
+        raise BundleError(f"{name!r}: {key!r} is not a cache key")
+    if not _FILE.match(file) or not file.endswith(SUFFIXES):
+        raise BundleError(f"{name!r}: only {', '.join(SUFFIXES)} files are accepted (never pickles)")
+    return kind, key, file
+
+
+def _read_manifest(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo]) -> dict:
+    info = members.get(MANIFEST)
+    if info is None:
+        raise BundleError(f"no {MANIFEST}: not a headprune bundle")
+    if info.size > MAX_MANIFEST_BYTES:
+        raise BundleError(f"{MANIFEST} is {info.size:,} bytes: too large")
+    try:
+        manifest = json.loads(tar.extractfile(info).read())
+        if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+            raise BundleError(f"{MANIFEST}: format {manifest.get('format')!r} version {manifest.get('version')!r}, "
+                              f"expected {FORMAT!r} version {VERSION}")
+        for e in manifest["entries"]:
+            if not isinstance(e["kind"], str) or not isinstance(e["key"], str):
+                raise TypeError("kind and key must be strings")
+            for f in e["files"]:
+                int(f["bytes"]), str(f["sha256"]), str(f["name"])
+    except BundleError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise BundleError(f"{MANIFEST} is unreadable: {type(err).__name__}: {err}") from None
+    return manifest
+
+
+def check_bundle(tar: tarfile.TarFile) -> tuple[dict, dict[str, tuple[int, str]]]:
+    """The manifest and ``{member name: (bytes, sha256)}`` of every entry file, after checking every member's
+    name and type against the manifest (no content read yet)."""
+    members: dict[str, tarfile.TarInfo] = {}
+    for m in tar.getmembers():
+        if not m.isreg():
+            what = "a link" if m.issym() or m.islnk() else "a folder" if m.isdir() else "not a regular file"
+            raise BundleError(f"{m.name!r}: {what}; a bundle holds regular files only")
+        if m.name in members:
+            raise BundleError(f"{m.name!r}: twice in the bundle")
+        members[m.name] = m
+    manifest = _read_manifest(tar, members)
+    expected: dict[str, tuple[int, str]] = {}
+    for e in manifest["entries"]:
+        for f in e["files"]:
+            name = f"runs/{e['kind']}/{e['key']}/{f['name']}"
+            _member_path(name)
+            expected[name] = (int(f["bytes"]), str(f["sha256"]))
+    for name, m in members.items():
+        if name == MANIFEST:
+            continue
+        _member_path(name)
+        if name not in expected:
+            raise BundleError(f"{name!r}: not listed in {MANIFEST}")
+        if m.size != expected[name][0]:
+            raise BundleError(f"{name!r}: {m.size:,} bytes, {MANIFEST} says {expected[name][0]:,}")
+    absent = sorted(set(expected) - set(members))
+    if absent:
+        raise BundleError(f"{absent[0]!r}: listed in {MANIFEST} but not in the bundle")
+    return manifest, expected
+
+
+def _check_entry_folder(folder: Path, kind: str, key: str) -> RunConfig:
+    """The configuration of an unpacked entry, after checking it describes ``kind``/``key`` and its files."""
+    where = f"runs/{kind}/{key}"
+    try:
+        stored = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        cfg = config_from_dict(kind, stored["config"])
+    except FileNotFoundError:
+        raise BundleError(f"{where}: no config.json") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise BundleError(f"{where}/config.json: not a {kind} configuration ({type(err).__name__}: {err})") from None
+    if stored.get("kind") != kind or stored.get("key") != key:
+        raise BundleError(f"{where}/config.json: recorded as {stored.get('kind')}/{stored.get('key')}")
+    if cfg.key() != key:
+        raise BundleError(f"{where}/config.json: its configuration hashes to {cfg.key()}, not to its key")
+    try:
+        records = check_entry(folder, cfg, hashes=True)
+    except CorruptEntry as err:
+        raise BundleError(f"{where}: {err}") from None
+    listed = {"config.json", ENTRY, *(r["file"] for r in records)}
+    extra = sorted({p.name for p in folder.iterdir()} - listed)
+    if extra:
+        raise BundleError(f"{where}/{extra[0]}: a file its {ENTRY} does not list")
+    for r in records:
+        if r["file"].endswith(".npy"):
+            try:
+                np.load(folder / r["file"], allow_pickle=False)
+            except ValueError as err:
+                raise BundleError(f"{where}/{r['file']}: not a plain array ({err})") from None
+    return cfg
+
+
+@dataclass
+class Imported:
+    entries: int
+    added: int
+    kept: int  # valid entries already in the cache (never overwritten)
+    bytes: int
+
+
+def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
+    """Check the bundle ``path`` wholly, then move each of its entries into ``store``'s cache (atomic per entry;
+    a valid entry already there is kept). Raises :class:`BundleError` before anything lands."""
+    store = store or Store()
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"no such bundle: {path}")
+    store.check_writable()
+    try:
+        tar = tarfile.open(path, "r:*")
+    except (tarfile.TarError, OSError) as err:
+        raise BundleError(f"{path}: not a bundle (a gzip'd tar file): {err}") from None
+    staging = Path(tempfile.mkdtemp(prefix=".tmp-import-", dir=store.root))
+    try:
+        with tar:
+            manifest, expected = check_bundle(tar)
+            total = sum(b for b, _ in expected.values())
+            free = shutil.disk_usage(store.root).free
+            if total > free:
+                raise BundleError(f"{path}: needs {total / 1e6:,.1f} MB, the cache folder has {free / 1e6:,.1f} MB free")
+            for member in tar.getmembers():  # in the archive's order: a gzip stream is read once
+                if member.name == MANIFEST:
+                    continue
+                name = member.name
+                size, sha = expected[name]
+                dest = staging / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                h, n = hashlib.sha256(), 0
+                with tar.extractfile(member) as src, open(dest, "wb") as fh:
+                    for chunk in iter(lambda: src.read(1 << 20), b""):
+                        h.update(chunk)
+                        n += len(chunk)
+                        fh.write(chunk)
+                if n != size or h.hexdigest() != sha:
+                    raise BundleError(f"{name!r}: its SHA-256 is not the one {MANIFEST} lists")
+        cfgs = [(_check_entry_folder(staging / "runs" / e["kind"] / e["key"], e["kind"], e["key"]), e)
+                for e in manifest["entries"]]
+        added = kept = 0
+        for cfg, e in cfgs:
+            dest = store.path_for(cfg)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with key_lock(store.lock_path(cfg)):
+                if entry_is_valid(dest, cfg):
+                    kept += 1
+                    continue
+                if dest.exists():
+                    remove_dir(dest)  # a corrupt entry under this key
+                (staging / "runs" / e["kind"] / e["key"]).replace(dest)
+                added += 1
+        return Imported(len(cfgs), added, kept, total)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
