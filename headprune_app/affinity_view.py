@@ -1,7 +1,7 @@
 """App-side bridge for the Task affinity and Shared heads pages: GradTS plans, cached reads, the "what is
 missing, compute it?" panels, and the Task affinity page's panels (the selection's multi-task run, the
 validation's details). Pages call these and render; the work is done by :mod:`headprune_core.multitask.gradts`
-under the dashboard's compute lock (``headprune_app.cached``).
+through the dashboard's compute queue (``headprune_app.cached``).
 
 GradTS plans are the core presets plus JSON files (fields of ``GradTSPlan``) in ``<cache>/plans/gradts/``.
 """

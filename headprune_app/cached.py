@@ -5,16 +5,17 @@
   browser session. Its models are only ever gated inside ``head_gates`` (the core does that), never hooked here.
 * ``st.cache_data``: reads of stored results, keyed by the entry's path and modification time, so a recomputed
   or deleted entry is never served stale; per-sentence inspections keyed by their inputs.
-* Computations run under one lock (a shared model must not run two jobs at once) with ``Study.on_progress``
-  feeding an ``st.progress`` bar.
+* Model work waits its turn in one queue per server (:mod:`headprune_app.compute_queue`): short work (an
+  evaluation, tagging, attention) a few at a time, training jobs and timings alone, first come first served,
+  with the waiting session told its place; jobs feed an ``st.progress`` bar through ``Study.on_progress``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import tempfile
-import threading
 import time
 import zipfile
 from pathlib import Path
@@ -25,6 +26,7 @@ import streamlit as st
 import torch
 
 from headprune_app import selection as S
+from headprune_app.compute_queue import ComputeQueue, slots_from_env, waiting_text
 from headprune_core.base.cache import cache_root
 from headprune_core.data import NotPrepared, UnknownName, get_task, list_tasks, load_task
 from headprune_core.data.corpora import is_prepared
@@ -75,9 +77,24 @@ def study_for(sel: S.Selection) -> Study:
 
 
 @st.cache_resource(show_spinner=False)
-def compute_lock() -> threading.RLock:
-    """Serialises work on shared models across sessions."""
-    return threading.RLock()
+def compute_queue() -> ComputeQueue:
+    """The server's queue for model work (``HEADPRUNE_COMPUTE_SLOTS`` short computations at once)."""
+    return ComputeQueue(slots_from_env())
+
+
+def queued(what: str, *, exclusive: bool = False):
+    """A place in the compute queue for ``what``, telling this session its place in line while it waits."""
+    box = st.empty()
+
+    def on_wait(position: int, running: int) -> None:
+        box.info(waiting_text(position, running), icon=":material/hourglass_top:")
+
+    @contextlib.contextmanager
+    def held():
+        with compute_queue().slot(what, exclusive=exclusive, on_wait=on_wait):
+            box.empty()
+            yield
+    return held()
 
 
 def model_info(model_id: str) -> dict:
@@ -164,7 +181,7 @@ def offer_prepare() -> None:
             "converted into the cache once: about 100 MB of downloads and a minute of work.")
     if st.button("Prepare the embedded model and corpora", key="prepare_all"):
         with st.spinner("Preparing (downloads, then conversion) ..."):
-            with compute_lock():
+            with queued("prepare the embedded default", exclusive=True):
                 report = prepare_all(progress=False)
         (st.success if report.ok else st.warning)(report.summary())
         _model_info.clear()
@@ -232,13 +249,13 @@ class _Bar:
 
 
 def run_jobs(st_: Study, jobs: Sequence[Job], *, title: str = "Computing", gts=None, steps: int | None = None) -> bool:
-    """Run ``jobs`` (the core's :func:`~headprune_core.runs.jobs.run_jobs`) under the compute lock with one
+    """Run ``jobs`` (the core's :func:`~headprune_core.runs.jobs.run_jobs`) alone in the compute queue with one
     progress bar; with ``gts`` (a GradTS whose jobs run it), the bar follows its ``steps`` cached steps instead
     of the job count. False (and a message naming the failed job) on failure; what finished stays cached."""
     if not jobs:
         return True
     bar = _Bar(title, steps or len(jobs))
-    with compute_lock():
+    with queued(title, exclusive=True):  # alone: the bar hooks the shared Study's progress
         old = (st_.on_progress, gts.on_job if gts is not None else None)
         st_.on_progress = bar.within
         if gts is not None:
@@ -308,14 +325,14 @@ def run_plan(st_: Study, plan, rows: list[dict] | None = None) -> bool:
     return run_jobs(st_, todo, title=f"Study {plan.name}")
 
 
-# --- model work (under the lock) ----------------------------------------------------------------------------------
+# --- model work (through the compute queue) ----------------------------------------------------------------------------------
 
 def evaluation(st_: Study, cfg) -> dict:
     """Metric and report for an evaluation config: read when cached, else computed now (one pass, seconds)."""
     found = read(st_, cfg)
     if found is not None:
         return found["result"]
-    with st.spinner("Evaluating under this mask ..."), compute_lock():
+    with queued("evaluate under a mask"), st.spinner("Evaluating under this mask ..."):
         return st_.evaluation(cfg)
 
 
@@ -326,7 +343,7 @@ def _mask_key(mask) -> tuple:
 @st.cache_data(show_spinner=False, max_entries=64)
 def _measure(ft_key: str, mask: tuple, task: str, lang: str, _st: Study, _ft) -> dict:
 
-    with compute_lock():
+    with compute_queue().slot("time the pruned model", exclusive=True):  # alone: it is a timing
         model = _st.finetuned(_ft)
         batch = _st.eval_batches(task, lang, "test", 32, max_length=_ft.max_length, batch_size=32)[-1]  # longest
         if len(model.tasks) > 1:
@@ -342,11 +359,11 @@ def measure(st_: Study, ft, mask, task: str, lang: str) -> dict:
 def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
     """A callable building the pruned model folder as a zip (for ``st.download_button``'s deferred data)."""
     mask_key = _mask_key(mask)
-    lock = compute_lock()  # fetched here: the callable runs on another thread, outside the script run
+    queue = compute_queue()  # fetched here: the callable runs on another thread, outside the script run
 
     def build() -> bytes:
 
-        with lock, tempfile.TemporaryDirectory() as tmp:
+        with queue.slot("build a pruned model"), tempfile.TemporaryDirectory() as tmp:
             out = save_pruned(st_.finetuned(ft), torch.tensor(mask_key, dtype=torch.float32),
                               Path(tmp) / "pruned", tokenizer=st_.loaded.tokenizer, meta=meta)
             buf = io.BytesIO()
@@ -360,7 +377,7 @@ def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
 @st.cache_data(show_spinner=False, max_entries=256)
 def _tag(ft_key: str, task: str, words: tuple, mask: tuple | None, _st: Study, _ft) -> dict:
 
-    with compute_lock():
+    with compute_queue().slot("tag a sentence"):
         model = _st.finetuned(_ft)
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         return tag_sentence(model, _st.loaded.tokenizer, list(words), task=task if len(model.tasks) > 1 else None,
@@ -375,7 +392,7 @@ def tag(st_: Study, ft, task: str, words: Sequence[str], mask=None) -> dict:
 @st.cache_data(show_spinner=False, max_entries=256)
 def _attention(ft_key: str, words: tuple, layer: int, head: int, mask: tuple | None, _st: Study, _ft):
 
-    with compute_lock():
+    with compute_queue().slot("one head's attention"):
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         pieces, att = head_attention(_st.finetuned(_ft), _st.loaded.tokenizer, list(words), layer, head, mask=m,
                                      max_length=_ft.max_length)

@@ -1,5 +1,5 @@
 """App-side bridge for the Findings page: the cards of the sidebar plan's findings plan from this session's
-cache, the estimate of what is missing, and the computation on a click (under the dashboard's compute lock)."""
+cache, the estimate of what is missing, and the computation on a click (through the dashboard's compute queue)."""
 
 from __future__ import annotations
 

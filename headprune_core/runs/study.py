@@ -337,7 +337,8 @@ class Study:
     def finetuned(self, ft: FinetuneConfig) -> HeadedEncoder:
         """The fine-tuned model of ``ft`` (trained and cached on first use, then loaded)."""
         key = ft.key()
-        if key not in self._models:
+        model = self._models.get(key)
+        if model is None:  # sessions of the dashboard may ask at once: each keeps the model it got
             if ft.l0 and not self.store.has(ft):
                 self.finetuned(ft.base())  # first, so each entry's seconds are its own work
             result = self.store.get_or_compute(ft, lambda: self._train(ft))
@@ -348,7 +349,7 @@ class Study:
             else:
                 load_trained(model, result["weights"])
             self._models = {key: model, **dict(list(self._models.items())[:1])}  # keep the 2 newest
-        return self._models[key]
+        return model
 
     def forget_models(self) -> None:
         """Drop the fine-tuned models held in memory (their entries stay in the cache): the next use loads

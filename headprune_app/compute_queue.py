@@ -1,0 +1,103 @@
+"""The dashboard's queue for model work, shared by every browser session of one server.
+
+Reading cached results never queues. Short model work (an evaluation under a new mask, tagging a sentence, one
+head's attention, building a pruned model) runs up to ``slots`` at a time: head gates are per call, so sessions
+do not disturb each other's models. Work that needs the machine to itself (training jobs, whose progress bar
+hooks the shared Study; timing the pruned model; preparing the embedded default) runs alone. Everyone is
+served first come, first served, and a waiting session is told its place in the line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+DEFAULT_SLOTS = 2  # on 2 CPU cores two evaluations at once still finish sooner than one after the other
+
+
+def slots_from_env() -> int:
+    """``HEADPRUNE_COMPUTE_SLOTS`` (at least 1), else :data:`DEFAULT_SLOTS`."""
+    try:
+        return max(1, int(os.environ.get("HEADPRUNE_COMPUTE_SLOTS", DEFAULT_SLOTS)))
+    except ValueError:
+        return DEFAULT_SLOTS
+
+
+@dataclass(eq=False)
+class _Ticket:
+    what: str
+    exclusive: bool
+
+
+@dataclass
+class ComputeQueue:
+    """First come, first served: up to ``slots`` shared computations at once, an exclusive one alone."""
+
+    slots: int = DEFAULT_SLOTS
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _waiting: list = field(default_factory=list)
+    _running: list = field(default_factory=list)
+    _held: threading.local = field(default_factory=threading.local)
+
+    def _can_start(self, ticket: _Ticket) -> bool:
+        if self._waiting[0] is not ticket or any(t.exclusive for t in self._running):
+            return False
+        return not self._running if ticket.exclusive else len(self._running) < self.slots
+
+    def state(self) -> dict:
+        """What runs and waits now (for a status line): ``{"running": [...], "waiting": [...]}``."""
+        with self._cond:
+            return {"running": [t.what for t in self._running], "waiting": [t.what for t in self._waiting]}
+
+    @contextlib.contextmanager
+    def slot(self, what: str, *, exclusive: bool = False,
+             on_wait: Callable[[int, int], None] | None = None) -> Iterator[None]:
+        """Hold a place to compute ``what``; while waiting, ``on_wait(position in line, computations running)``
+        is called about twice a second. Re-entrant within one thread (work inside work does not queue again)."""
+        if getattr(self._held, "depth", 0):
+            self._held.depth += 1
+            try:
+                yield
+            finally:
+                self._held.depth -= 1
+            return
+        ticket = _Ticket(what, exclusive)
+        with self._cond:
+            self._waiting.append(ticket)
+        try:
+            while True:
+                with self._cond:
+                    if self._can_start(ticket):
+                        self._waiting.remove(ticket)
+                        self._running.append(ticket)
+                        self._cond.notify_all()
+                        break
+                    position, running = self._waiting.index(ticket) + 1, len(self._running)
+                if on_wait is not None:
+                    on_wait(position, running)
+                with self._cond:
+                    self._cond.wait(0.5)
+        except BaseException:
+            with self._cond:
+                if ticket in self._waiting:
+                    self._waiting.remove(ticket)
+                self._cond.notify_all()
+            raise
+        self._held.depth = 1
+        try:
+            yield
+        finally:
+            self._held.depth = 0
+            with self._cond:
+                self._running.remove(ticket)
+                self._cond.notify_all()
+
+
+def waiting_text(position: int, running: int) -> str:
+    """``"Waiting for the machine: 2 computations of other sessions run, you are 3rd in line."``"""
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(position if position < 20 else position % 10, "th")
+    return (f"Waiting for the machine: {running} computation{'s' if running != 1 else ''} of other sessions "
+            f"run{'s' if running == 1 else ''}, you are {position}{suffix} in line.")

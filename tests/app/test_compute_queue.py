@@ -1,0 +1,102 @@
+"""The server's compute queue: a few short computations at once, exclusive work alone, first come first served,
+and a waiting session told its place in line."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from headprune_app.compute_queue import ComputeQueue, slots_from_env, waiting_text
+
+
+def _hold(queue: ComputeQueue, what: str, events: list, release: threading.Event, *, exclusive=False, waits=None):
+    def on_wait(position, running):
+        if waits is not None:
+            waits.append((position, running))
+    with queue.slot(what, exclusive=exclusive, on_wait=on_wait):
+        events.append(("start", what))
+        release.wait(10)
+        events.append(("end", what))
+
+
+def _start(queue, what, events, release, **kw) -> threading.Thread:
+    t = threading.Thread(target=_hold, args=(queue, what, events, release), kwargs=kw, daemon=True)
+    t.start()
+    return t
+
+
+def _until(cond, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_two_slots_then_a_line_first_come_first_served():
+    queue, events = ComputeQueue(slots=2), []
+    first, third_waits = threading.Event(), []
+    a = _start(queue, "a", events, first)
+    b = _start(queue, "b", events, first)
+    _until(lambda: len(queue.state()["running"]) == 2)
+    later = threading.Event()
+    c = _start(queue, "c", events, later, waits=third_waits)
+    _until(lambda: third_waits)
+    assert third_waits[0] == (1, 2) and queue.state() == {"running": ["a", "b"], "waiting": ["c"]}
+    first.set()  # a and b finish: c starts
+    for t in (a, b):
+        t.join(5)
+    _until(lambda: ("start", "c") in events)
+    later.set()
+    c.join(5)
+    assert queue.state() == {"running": [], "waiting": []}
+
+
+def test_exclusive_work_runs_alone_and_keeps_its_place():
+    queue, events = ComputeQueue(slots=2), []
+    short = threading.Event()
+    a = _start(queue, "a", events, short)
+    _until(lambda: queue.state()["running"] == ["a"])
+    alone, waits = threading.Event(), []
+    x = _start(queue, "train", events, alone, exclusive=True, waits=waits)
+    _until(lambda: queue.state()["waiting"] == ["train"])
+    after = threading.Event()
+    b = _start(queue, "b", events, after)  # a free slot, but 'train' came first: b waits behind it
+    _until(lambda: queue.state()["waiting"] == ["train", "b"])
+    assert ("start", "b") not in events
+    short.set()
+    a.join(5)
+    _until(lambda: queue.state()["running"] == ["train"])
+    time.sleep(0.2)
+    assert queue.state()["running"] == ["train"]  # b does not join exclusive work
+    alone.set()
+    x.join(5)
+    _until(lambda: ("start", "b") in events)
+    after.set()
+    b.join(5)
+    assert [e for e in events if e[0] == "start"] == [("start", "a"), ("start", "train"), ("start", "b")]
+
+
+def test_reentrant_within_a_thread_and_released_on_error():
+    queue = ComputeQueue(slots=1)
+    with queue.slot("outer"):
+        with queue.slot("inner"):  # work inside work does not wait for itself
+            assert queue.state()["running"] == ["outer"]
+    with pytest.raises(RuntimeError):
+        with queue.slot("fails"):
+            raise RuntimeError("boom")
+    assert queue.state() == {"running": [], "waiting": []}
+    with queue.slot("next"):  # the failed one let go of its slot
+        pass
+
+
+def test_waiting_text_and_slots_from_the_environment(monkeypatch):
+    assert waiting_text(1, 2) == ("Waiting for the machine: 2 computations of other sessions run, you are 1st "
+                                  "in line.")
+    assert waiting_text(3, 1).endswith("1 computation of other sessions runs, you are 3rd in line.")
+    assert waiting_text(12, 2).endswith("12th in line.") and waiting_text(22, 2).endswith("22nd in line.")
+    monkeypatch.setenv("HEADPRUNE_COMPUTE_SLOTS", "4")
+    assert slots_from_env() == 4
+    monkeypatch.setenv("HEADPRUNE_COMPUTE_SLOTS", "zero")
+    assert slots_from_env() == 2
