@@ -8,7 +8,7 @@ Sections: scoring (gate_grad vs a bertology-style reference), masks (a new mask 
 point), pruning (latency of physically pruned models vs the FLOP limit), panel (the
 dashboard's latency estimate, former and current, repeated), demo (cold/warm demo study, dashboard
 memory and slider time in a real browser), bigdata (peak memory of registering and scoring a 500,000-sentence
-parquet corpus). Absolute times on a shared 2-core machine are noisy: every section
+parquet corpus), classroom (N browser sessions walking the dashboard at once on one server). Absolute times on a shared 2-core machine are noisy: every section
 compares ratios measured in one run, interleaved, and reports medians with their spread.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from bench import report
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ("scoring", "masks", "pruning", "panel", "demo", "bigdata")
+SECTIONS = ("scoring", "masks", "pruning", "panel", "demo", "bigdata", "classroom")
 MODULES = {"panel": "pruning"}
 RUNNERS = {"panel": "panel_estimators"}
 HEADER = """# headprune benchmarks

@@ -18,14 +18,14 @@ REPO = Path(__file__).resolve().parents[2]
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--results", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return out, {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
 
 
 def test_every_section_is_written(quick):
     out, sections = quick
-    assert set(sections) == {"scoring", "masks", "pruning", "panel", "demo", "bigdata"}
+    assert set(sections) == {"scoring", "masks", "pruning", "panel", "demo", "bigdata", "classroom"}
     text = (out / "RESULTS.md").read_text()
     for s in sections.values():
         assert f"## {s['title']}" in text and s["command"].startswith("python -m bench --quick")
@@ -58,3 +58,11 @@ def test_a_big_corpus_is_registered_and_scored_with_its_peaks(quick):
     assert all(r[2] > 0 and r[3] > 100 for r in rows.values())
     # reading the registered corpus again (everything cached) loads no model: far below a run that trains
     assert rows["score them again (cached: loading only)"][3] < rows["fine-tune and score them"][3] / 2
+
+
+def test_a_small_class_walks_the_dashboard_on_one_server(quick):
+    rows = quick[1]["classroom"]["rows"]
+    assert [r[0] for r in rows] == [1, 3]
+    for sessions, complete, exceptions, p50, p95, *_ , share in rows:
+        assert complete == sessions and exceptions == 0  # every walk reached the inspector, nothing raised
+        assert 0 < p50 <= p95 and share.endswith("%")

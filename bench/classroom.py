@@ -1,0 +1,179 @@
+"""A class on one server: N browser sessions (Playwright contexts of one headless Chromium) walk the dashboard at
+once, as students would: open the Overview, Head importance, move the prune slider one step, open the Head
+inspector. Measured per N (1, 10, 30 by default): exceptions, time from a click to the rendered page (p50 and
+p95), the server's peak resident memory, and the server's CPU time against the wall time (the browsers run on the
+same cores, so the rest of the machine's time is theirs).
+
+``python -m bench --only classroom`` runs it on the cache of this checkout (the demo, after ``scripts/start.sh``);
+``--quick`` on a small fixture cache with N = 1 and 3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.demo import peak_rss_mb
+from bench.report import Goal, Section
+
+SIZES = (1, 10, 30)
+QUICK_SIZES = (1, 3)
+NAV = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector"}
+H1 = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector"}
+STEP_TIMEOUT = 600_000  # ms: 30 sessions on 2 cores can make one step wait minutes
+IDLE_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const state = app && app.getAttribute('data-test-script-state');
+  const busy = document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]');
+  const stale = document.querySelector('[data-stale="true"]');
+  return state === 'notRunning' && !busy && !stale;
+}"""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _idle(page) -> None:
+    await page.wait_for_timeout(300)
+    await page.wait_for_function(IDLE_JS, timeout=STEP_TIMEOUT)
+    await page.wait_for_timeout(300)
+    await page.wait_for_function(IDLE_JS, timeout=STEP_TIMEOUT)
+
+
+async def _walk(browser, url: str, stagger: float) -> dict:
+    """One student's walk in its own context; each step's seconds from the click to the rendered page."""
+    await asyncio.sleep(stagger)
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    steps: dict[str, float] = {}
+    try:
+        start = time.perf_counter()
+        await page.goto(url, wait_until="domcontentloaded")
+        await page.wait_for_selector("h1", timeout=STEP_TIMEOUT)
+        await _idle(page)
+        steps["overview"] = time.perf_counter() - start
+        for name in ("importance", "prune"):
+            start = time.perf_counter()
+            await page.locator('[data-testid="stSidebarNav"] a', has_text=NAV[name]).first.click()
+            await page.wait_for_function(f"() => [...document.querySelectorAll('h1')].some(h => "
+                                         f"h.innerText.includes({H1[name]!r}))", timeout=STEP_TIMEOUT)
+            await _idle(page)
+            steps[name] = time.perf_counter() - start
+        thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+        start = time.perf_counter()
+        await thumb.focus()
+        await thumb.press("ArrowRight")
+        await page.wait_for_function("() => document.body.innerText.includes('1 of ')", timeout=STEP_TIMEOUT)
+        await _idle(page)
+        steps["slider"] = time.perf_counter() - start
+        start = time.perf_counter()
+        await page.locator('[data-testid="stSidebarNav"] a', has_text=NAV["inspector"]).first.click()
+        await page.wait_for_function("() => [...document.querySelectorAll('h1')].some(h => "
+                                     "h.innerText.includes('Head inspector'))", timeout=STEP_TIMEOUT)
+        await _idle(page)
+        steps["inspector"] = time.perf_counter() - start
+        exceptions = await page.locator('[data-testid="stException"]').count()
+    except Exception as err:  # noqa: BLE001 -- a step that failed or timed out counts, and the walk ends
+        errors.append(f"{type(err).__name__}: {str(err)[:200]}")
+        exceptions = 0
+    finally:
+        await context.close()
+    return {"steps": steps, "exceptions": exceptions, "errors": errors}
+
+
+async def _class(url: str, n: int) -> list[dict]:
+    from playwright.async_api import async_playwright
+
+    from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:  # students arrive within a few seconds of each other
+            return await asyncio.gather(*(_walk(browser, url, 0.2 * i) for i in range(n)))
+        finally:
+            await browser.close()
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def measure(cache: Path, sizes, log_dir: Path) -> list[dict]:
+    """One fresh server per class size; each class walks at once."""
+    from tests.helpers import browser
+
+    out = []
+    for n in sizes:
+        procs = []
+        with browser.streamlit_server(cache, log=log_dir / f"streamlit-{n}.log", on_start=procs.append,
+                                      timeout=180) as url:
+            pid = procs[0].pid
+            cpu0, wall0 = cpu_seconds(pid), time.perf_counter()
+            walks = asyncio.run(_class(url, n))
+            wall, cpu = time.perf_counter() - wall0, cpu_seconds(pid) - cpu0
+            rss = peak_rss_mb(pid)
+        steps = [s for w in walks for s in w["steps"].items()]
+        pages = [t for name, t in steps if name != "slider"]
+        out.append({"n": n, "walks": walks, "wall": wall, "server_cpu": cpu, "rss_mb": rss,
+                    "exceptions": sum(w["exceptions"] + len(w["errors"]) for w in walks),
+                    "complete": sum(len(w["steps"]) == 5 for w in walks),
+                    "p50": _pct(pages, 50), "p95": _pct(pages, 95),
+                    "slider_p50": _pct([t for name, t in steps if name == "slider"], 50),
+                    "slider_p95": _pct([t for name, t in steps if name == "slider"], 95),
+                    "errors": [e for w in walks for e in w["errors"]][:5]})
+    return out
+
+
+def _fixture_cache(work: Path) -> Path:
+    from tests.helpers.fixture_cache import build_fixture_cache
+
+    return build_fixture_cache(work / "fixture-cache")["root"]
+
+
+def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") -> Section:
+    from headprune_core.base.cache import cache_root
+
+    work = Path(tempfile.mkdtemp(prefix="headprune-bench-class-"))
+    cache = _fixture_cache(work) if quick else cache_root()
+    sizes = QUICK_SIZES if quick else SIZES
+    res = measure(cache, sizes, work)
+    rows = [[r["n"], r["complete"], r["exceptions"], round(r["p50"], 1), round(r["p95"], 1),
+             round(r["slider_p50"], 1), round(r["slider_p95"], 1), round(r["rss_mb"]), round(r["wall"], 1),
+             round(r["server_cpu"], 1), f"{r['server_cpu'] / (2 * r['wall']):.0%}"] for r in res]
+    by_n = {r["n"]: r for r in res}
+    big, ten = by_n[max(sizes)], by_n.get(10)
+    goals = [Goal(f"exceptions with {big['n']} sessions", "0", str(big["exceptions"]),
+                  big["exceptions"] == 0 if not quick else None)]
+    if ten is not None:
+        goals.append(Goal("p95 time to a rendered page, 10 sessions (cached results)", "< 10 s",
+                          f"{ten['p95']:.1f} s", ten["p95"] < 10))
+    goals.append(Goal(f"server peak RSS with {big['n']} sessions", "< 6 GB", f"{big['rss_mb'] / 1024:.2f} GB",
+                      big["rss_mb"] < 6144 if not quick else None))
+    notes = [f"Cache: {'a fixture cache (tiny model)' if quick else cache}. Each class size gets a fresh server; "
+             "every session walks Overview -> Head importance -> Prune & evaluate -> the k slider one step -> Head "
+             "inspector through the sidebar, starting 0.2 s after the previous one.",
+             "Page times run from the click to the end of the script run with nothing stale on screen (two idle "
+             "checks 0.3 s apart: 0.6 s of each time is that settling). The slider's new k is the same for every "
+             "session: it is evaluated once (the per-key lock), the others read it.",
+             "Server CPU is the streamlit process's user+system time over the walk; the share is of the 2 cores' "
+             "wall time. The browsers (one Chromium, a context per session) and Playwright use the rest."]
+    for r in res:
+        if r["errors"]:
+            notes.append(f"N = {r['n']}: first errors: {'; '.join(r['errors'])}")
+    return Section("classroom", "A class on one server: N sessions walking the dashboard at once",
+                   ["sessions", "walks complete", "exceptions", "page p50 s", "page p95 s", "slider p50 s",
+                    "slider p95 s", "server peak MiB", "wall s", "server CPU s", "server CPU / 2 cores"],
+                   rows, goals, notes)
