@@ -22,22 +22,15 @@ from pathlib import Path
 
 from bench.demo import peak_rss_mb
 from bench.report import Goal, Section
+from tests.helpers.browser import IDLE_JS
 
 REPO = Path(__file__).resolve().parents[1]
 
 SIZES = (1, 10, 30)
 NICED_SIZES = (10,)
 QUICK_SIZES = (1, 3)
-NAV = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector"}
-H1 = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector"}
+NAV = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector"}  # = page titles
 STEP_TIMEOUT = 600_000  # ms: 30 sessions on 2 cores can make one step wait minutes
-IDLE_JS = """() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  const state = app && app.getAttribute('data-test-script-state');
-  const busy = document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]');
-  const stale = document.querySelector('[data-stale="true"]');
-  return state === 'notRunning' && !busy && !stale;
-}"""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -72,7 +65,7 @@ async def _walk(browser, url: str, stagger: float) -> dict:
             start = time.perf_counter()
             await page.locator('[data-testid="stSidebarNav"] a', has_text=NAV[name]).first.click()
             await page.wait_for_function(f"() => [...document.querySelectorAll('h1')].some(h => "
-                                         f"h.innerText.includes({H1[name]!r}))", timeout=STEP_TIMEOUT)
+                                         f"h.innerText.includes({NAV[name]!r}))", timeout=STEP_TIMEOUT)
             await _idle(page)
             steps[name] = time.perf_counter() - start
         thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
