@@ -108,9 +108,12 @@ def plan_results(study: Study, plan: StudyPlan) -> tuple[list[RunConfig], int]:
     return ok, len(cfgs) - len(ok)
 
 
-def _files(entry: Path, cfg: RunConfig) -> list[tuple[str, Path]]:
+def _files(entry: Path, cfg: RunConfig) -> list[tuple[str, Path, str]]:
+    """(name, path, SHA-256) of an entry's files; the artifacts' hashes are the ones ``check_entry`` just
+    verified (weights are read once)."""
     records = check_entry(entry, cfg, hashes=True)
-    return [(name, entry / name) for name in ("config.json", ENTRY, *(r["file"] for r in records))]
+    return [(name, entry / name, sha256_file(entry / name)) for name in ("config.json", ENTRY)] + \
+        [(r["file"], entry / r["file"], r["sha256"]) for r in records]
 
 
 def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = False, device: str = "auto",
@@ -129,11 +132,12 @@ def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = Fals
         except CorruptEntry:
             missing += 1
             continue
-        if not with_weights and any(name.endswith(".safetensors") for name, _ in files):
+        if not with_weights and any(name.endswith(".safetensors") for name, _, _ in files):
             left_out += 1
             continue
-        listed = [{"name": name, "bytes": f.stat().st_size, "sha256": sha256_file(f)} for name, f in files]
-        entries.append({"kind": cfg.kind, "key": cfg.key(), "files": listed, "paths": files})
+        listed = [{"name": name, "bytes": f.stat().st_size, "sha256": sha} for name, f, sha in files]
+        entries.append({"kind": cfg.kind, "key": cfg.key(), "files": listed,
+                        "paths": [(name, f) for name, f, _ in files]})
         total += sum(x["bytes"] for x in listed)
     manifest = {"format": FORMAT, "version": VERSION, "plan": plan.name, "model": plan.model,
                 "created": time.time(), "with_weights": with_weights, "missing": missing,
@@ -234,8 +238,10 @@ def check_bundle(tar: tarfile.TarFile) -> tuple[dict, dict[str, tuple[int, str]]
     return manifest, expected
 
 
-def _check_entry_folder(folder: Path, kind: str, key: str) -> RunConfig:
-    """The configuration of an unpacked entry, after checking it describes ``kind``/``key`` and its files."""
+def _check_entry_folder(folder: Path, kind: str, key: str, hashes: dict[str, tuple[int, str]]) -> RunConfig:
+    """The configuration of an unpacked entry, after checking it describes ``kind``/``key`` and its files.
+    ``hashes`` are the SHA-256 each file was verified against while unpacking: its ``entry.json`` must list the
+    same (so no file is read twice)."""
     where = f"runs/{kind}/{key}"
     try:
         stored = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -249,9 +255,12 @@ def _check_entry_folder(folder: Path, kind: str, key: str) -> RunConfig:
     if cfg.key() != key:
         raise BundleError(f"{where}/config.json: its configuration hashes to {cfg.key()}, not to its key")
     try:
-        records = check_entry(folder, cfg, hashes=True)
+        records = check_entry(folder, cfg, hashes=False)
     except CorruptEntry as err:
         raise BundleError(f"{where}: {err}") from None
+    for r in records:
+        if hashes[f"{where}/{r['file']}"][1] != r.get("sha256"):
+            raise BundleError(f"{where}: {r['file']} does not have the SHA-256 it was written with")
     listed = {"config.json", ENTRY, *(r["file"] for r in records)}
     extra = sorted({p.name for p in folder.iterdir()} - listed)
     if extra:
@@ -308,7 +317,7 @@ def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
                         fh.write(chunk)
                 if n != size or h.hexdigest() != sha:
                     raise BundleError(f"{name!r}: its SHA-256 is not the one {MANIFEST} lists")
-        cfgs = [(_check_entry_folder(staging / "runs" / e["kind"] / e["key"], e["kind"], e["key"]), e)
+        cfgs = [(_check_entry_folder(staging / "runs" / e["kind"] / e["key"], e["kind"], e["key"], expected), e)
                 for e in manifest["entries"]]
         added = kept = 0
         for cfg, e in cfgs:
