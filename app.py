@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached, figures, links
+from headprune_app import cached, figures, links, timing
 from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
@@ -112,12 +112,14 @@ def sidebar() -> S.Selection:
                        lang=lang, method=method, normalize=normalize, minmax=minmax, finetuned=finetuned)
 
 
-nav = st.navigation(PAGES)
-links.remember()
-top = st.container()  # the link's notes, the copy-link button and leaving presentation mode
-figures.leave_presentation(top)  # before the sidebar's toggle: leaving sets its state
-st.session_state["selection"] = sidebar()
-try:
-    nav.run()
-finally:  # also after a page's st.stop(): the link as the page left it
-    links.top(top)
+with timing.script_run() as run:  # HEADPRUNE_PAGE_LOG: each run's page and seconds (the classroom benchmark)
+    nav = st.navigation(PAGES)
+    run["page"] = nav.title
+    links.remember()
+    top = st.container()  # the link's notes, the copy-link button and leaving presentation mode
+    figures.leave_presentation(top)  # before the sidebar's toggle: leaving sets its state
+    st.session_state["selection"] = sidebar()
+    try:
+        nav.run()
+    finally:  # also after a page's st.stop(): the link as the page left it
+        links.top(top)

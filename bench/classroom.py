@@ -31,6 +31,8 @@ NICED_SIZES = (10,)
 QUICK_SIZES = (1, 3)
 NAV = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector"}  # = page titles
 STEP_TIMEOUT = 600_000  # ms: 30 sessions on 2 cores can make one step wait minutes
+POLL = 100  # ms between checks of a page (Playwright's default checks every animation frame: 60 times a second in
+# every context, CPU that students' browsers never spend)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -39,11 +41,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu_seconds() -> float:
+    """Busy CPU seconds of the whole machine since boot (every core: user, nice, system, irq, softirq, steal)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    busy = fields[0] + fields[1] + fields[2] + sum(fields[5:8])
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+async def _wait(page, js: str) -> None:
+    await page.wait_for_function(js, polling=POLL, timeout=STEP_TIMEOUT)
+
+
 async def _idle(page) -> None:
     await page.wait_for_timeout(300)
-    await page.wait_for_function(IDLE_JS, timeout=STEP_TIMEOUT)
+    await _wait(page, IDLE_JS)
     await page.wait_for_timeout(300)
-    await page.wait_for_function(IDLE_JS, timeout=STEP_TIMEOUT)
+    await _wait(page, IDLE_JS)
 
 
 async def _walk(browser, url: str, stagger: float) -> dict:
@@ -64,21 +77,21 @@ async def _walk(browser, url: str, stagger: float) -> dict:
         for name in ("importance", "prune"):
             start = time.perf_counter()
             await page.locator('[data-testid="stSidebarNav"] a', has_text=NAV[name]).first.click()
-            await page.wait_for_function(f"() => [...document.querySelectorAll('h1')].some(h => "
-                                         f"h.innerText.includes({NAV[name]!r}))", timeout=STEP_TIMEOUT)
+            await _wait(page, f"() => [...document.querySelectorAll('h1')].some(h => h.innerText.includes("
+                              f"{NAV[name]!r}))")
             await _idle(page)
             steps[name] = time.perf_counter() - start
         thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
         start = time.perf_counter()
         await thumb.focus()
         await thumb.press("ArrowRight")
-        await page.wait_for_function("() => document.body.innerText.includes('1 of ')", timeout=STEP_TIMEOUT)
+        await _wait(page, "() => document.body.innerText.includes('1 of ')")
         await _idle(page)
         steps["slider"] = time.perf_counter() - start
         start = time.perf_counter()
         await page.locator('[data-testid="stSidebarNav"] a', has_text=NAV["inspector"]).first.click()
-        await page.wait_for_function("() => [...document.querySelectorAll('h1')].some(h => "
-                                     "h.innerText.includes('Head inspector'))", timeout=STEP_TIMEOUT)
+        await _wait(page, "() => [...document.querySelectorAll('h1')].some(h => h.innerText.includes('Head "
+                          "inspector'))")
         await _idle(page)
         steps["inspector"] = time.perf_counter() - start
         exceptions = await page.locator('[data-testid="stException"]').count()
@@ -122,25 +135,36 @@ def _niced_class(url: str, n: int, log_dir: Path) -> list[dict]:
 
 def measure(cache: Path, sizes, log_dir: Path, *, niced: bool = False) -> list[dict]:
     """One fresh server per class size; each class walks at once (its browsers niced, or not)."""
+    from headprune_app.timing import ENV
     from tests.helpers import browser
 
     out = []
     for n in sizes:
-        procs = []
-        with browser.streamlit_server(cache, log=log_dir / f"streamlit-{n}.log", on_start=procs.append,
-                                      timeout=180) as url:
-            pid = procs[0].pid
-            warm = time.perf_counter()  # the teacher opens the server before class: imports, model, caches
-            warmup = asyncio.run(_class(url, 1))[0]
-            warm = time.perf_counter() - warm
-            cpu0, wall0 = cpu_seconds(pid), time.perf_counter()
-            walks = _niced_class(url, n, log_dir) if niced else asyncio.run(_class(url, n))
-            wall, cpu = time.perf_counter() - wall0, cpu_seconds(pid) - cpu0
-            rss = peak_rss_mb(pid)
+        procs, runs_log = [], log_dir / f"script-runs-{n}{'-niced' if niced else ''}.jsonl"
+        os.environ[ENV] = str(runs_log)  # the server appends each script run's page, wall and CPU seconds
+        try:
+            with browser.streamlit_server(cache, log=log_dir / f"streamlit-{n}.log", on_start=procs.append,
+                                          timeout=180) as url:
+                pid = procs[0].pid
+                warm = time.perf_counter()  # the teacher opens the server before class: imports, model, caches
+                warmup = asyncio.run(_class(url, 1))[0]
+                warm = time.perf_counter() - warm
+                skip = len(runs_log.read_text().splitlines()) if runs_log.exists() else 0
+                cpu0, all0, wall0 = cpu_seconds(pid), machine_cpu_seconds(), time.perf_counter()
+                walks = _niced_class(url, n, log_dir) if niced else asyncio.run(_class(url, n))
+                wall, cpu = time.perf_counter() - wall0, cpu_seconds(pid) - cpu0
+                machine = machine_cpu_seconds() - all0
+                rss = peak_rss_mb(pid)
+        finally:
+            os.environ.pop(ENV, None)
+        runs = [json.loads(line) for line in runs_log.read_text().splitlines()[skip:]] if runs_log.exists() else []
         steps = [s for w in walks for s in w["steps"].items()]
         pages = [t for name, t in steps if name != "slider"]
         out.append({"n": n, "niced": niced, "walks": walks, "warmup_s": warm,
-                    "warmup_ok": len(warmup["steps"]) == 5 and not warmup["errors"], "wall": wall, "server_cpu": cpu, "rss_mb": rss,
+                    "warmup_ok": len(warmup["steps"]) == 5 and not warmup["errors"], "wall": wall, "server_cpu": cpu,
+                    "machine_cpu": machine, "script_runs": len(runs),
+                    "run_p50": _pct([r["wall"] for r in runs], 50), "run_p95": _pct([r["wall"] for r in runs], 95),
+                    "run_cpu_p95": _pct([r["cpu"] for r in runs], 95), "rss_mb": rss,
                     "exceptions": sum(w["exceptions"] for w in walks),  # raised in the app, shown on a page
                     "failed": sum(bool(w["errors"]) for w in walks),  # a browser error or a step's timeout
                     "complete": sum(len(w["steps"]) == 5 for w in walks),
@@ -166,9 +190,11 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
     res = measure(cache, sizes, work)
     if not quick:  # the server's own capacity: the same walks with the browsers at the lowest priority
         res += measure(cache, NICED_SIZES, work, niced=True)
-    rows = [[f"{r['n']}{' (browsers niced)' if r['niced'] else ''}", r["complete"], r["exceptions"], r["failed"], round(r["p50"], 1), round(r["p95"], 1),
-             round(r["slider_p50"], 1), round(r["slider_p95"], 1), round(r["rss_mb"]), round(r["wall"], 1),
-             round(r["server_cpu"], 1), f"{r['server_cpu'] / (2 * r['wall']):.0%}", round(r["warmup_s"], 1)]
+    rows = [[f"{r['n']}{' (browsers niced)' if r['niced'] else ''}", r["complete"], r["exceptions"], r["failed"],
+             round(r["p50"], 1), round(r["p95"], 1), round(r["slider_p50"], 1), round(r["slider_p95"], 1),
+             round(r["run_p50"], 2), round(r["run_p95"], 2), round(r["run_cpu_p95"], 2), round(r["rss_mb"]),
+             round(r["wall"], 1), f"{r['machine_cpu'] / (2 * r['wall']):.0%}", f"{r['server_cpu'] / (2 * r['wall']):.0%}",
+             f"{max(0.0, r['machine_cpu'] - r['server_cpu']) / (2 * r['wall']):.0%}", round(r["warmup_s"], 1)]
             for r in res]
     by_n = {r["n"]: r for r in res if not r["niced"]}
     niced = {r["n"]: r for r in res if r["niced"]}
@@ -190,17 +216,23 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
              "Page times run from the click to the end of the script run with nothing stale on screen (two idle "
              "checks 0.3 s apart: 0.6 s of each time is that settling). The slider's new k is the same for every "
              "session: it is evaluated once (the per-key lock), the others read it.",
-             "Server CPU is the streamlit process's user+system time over the walk; the share is of the 2 cores' "
-             "wall time. The browsers (one Chromium, a context per session) and Playwright use the rest.",
+             "Server script runs: every run of the app's script during the class, timed inside the server (from "
+             "the frame's first line to the page's last; HEADPRUNE_PAGE_LOG): wall seconds, and the CPU seconds the "
+             "run's own thread used (the rest of its wall time it waited for the cores, the GIL or a queued "
+             "computation). A page time above it is the browser's: loading the app's JavaScript into a fresh "
+             "context, the websocket, drawing.",
+             "CPU shares are of the 2 cores' wall time over the class: the whole machine (busy time in /proc/stat), "
+             "the streamlit process (user+system), and the rest (the browsers, one Chromium with a context per "
+             "session, and Playwright). Pages are checked every 0.1 s, not on every animation frame.",
              "'browsers niced': the same walks with the browsers in a process at nice 19, so the server gets the "
              "cores first, as in a class where each student's browser runs on the student's own machine."]
     for r in res:
         if r["errors"]:
             notes.append(f"N = {r['n']}: first errors: {'; '.join(r['errors'])}")
     return Section("classroom", "A class on one server: N sessions walking the dashboard at once",
-                   ["sessions", "walks complete", "app exceptions", "walks failed", "page p50 s", "page p95 s", "slider p50 s",
-                    "slider p95 s", "server peak MiB", "wall s", "server CPU s", "server CPU / 2 cores",
-                    "warm-up walk s"],
+                   ["sessions", "walks complete", "app exceptions", "walks failed", "page p50 s", "page p95 s",
+                    "slider p50 s", "slider p95 s", "server run p50 s", "server run p95 s", "server run CPU p95 s",
+                    "server peak MiB", "wall s", "machine CPU", "server CPU", "browsers' CPU", "warm-up walk s"],
                    rows, goals, notes)
 
 

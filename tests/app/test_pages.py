@@ -326,3 +326,21 @@ def test_learned_strategy_offers_the_l0_run_then_prunes_by_its_gates(fixture_cac
     assert fewer.sum() == 3 and not (fewer & (learned.kept > 0)).any()
     at.button(key="compute:learned-eval:0.5").click().run()  # the learned-pruning model's own score
     assert any("The learned-pruning model itself" in i.value for i in at.info)
+
+
+def test_script_runs_are_logged_only_when_asked(fixture_cache, monkeypatch, tmp_path):
+    """HEADPRUNE_PAGE_LOG (the classroom benchmark): one JSON line per script run with its page and seconds; no file
+    is written when it is not set."""
+    from headprune_app.timing import ENV
+    log = tmp_path / "runs.jsonl"
+    monkeypatch.setenv(ENV, str(log))
+    at = make_app(fixture_cache["root"], monkeypatch)
+    at.run()
+    run_page(at, "importance")
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["page"] for r in runs] == ["Overview", "Head importance"]
+    assert all(r["wall"] > 0 and 0 <= r["cpu"] <= r["wall"] + 0.05 for r in runs), runs
+    monkeypatch.delenv(ENV)
+    log.unlink()
+    run_page(at, "prune")
+    assert not log.exists()
