@@ -24,4 +24,6 @@ def cmd_bundle(args) -> int:
     done = import_bundle(args.file)
     print(f"imported {args.file}: {done.entries} results checked, {done.added} added, {done.kept} already in the "
           f"cache and kept ({done.bytes / 1e6:,.1f} MB)")
+    for line in done.plans:
+        print(line)
     return 0

@@ -11,6 +11,10 @@ Import checks everything before anything lands: regular files only (no links, de
 ``.json``, ``.npy`` (never with pickled objects) and ``.safetensors`` files, each entry's ``config.json`` of a
 known kind whose configuration hashes to its key, and its ``entry.json`` listing exactly its files. Then each entry
 is moved into the cache atomically, under its key's lock; a valid entry already there is never overwritten.
+
+The manifest also carries the plan and the GradTS plans it names, unless they are presets (every installation has
+those), so the laptop's pages list the plan without its file being copied by hand. They are checked like plan
+files, and saved in ``<cache>/plans`` only where no plan of that name is: a plan file already there is kept.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from headprune_core.base.files import key_lock, remove_dir
+from headprune_core.base.files import check_name, key_lock, remove_dir
 from headprune_core.multitask.gradts import GradTS
+from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan, find_gradts_plan
 from headprune_core.plans.plan import StudyPlan, plan_jobs
+from headprune_core.plans.presets import PRESETS
 from headprune_core.runs.config import CONFIG_KINDS, RunConfig, config_from_dict, nested_configs
 from headprune_core.runs.retrain import refinetune_parts
 from headprune_core.runs.store import ENTRY, CorruptEntry, Store, check_entry, entry_is_valid, sha256_file
@@ -141,7 +147,7 @@ def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = Fals
         total += sum(x["bytes"] for x in listed)
     manifest = {"format": FORMAT, "version": VERSION, "plan": plan.name, "model": plan.model,
                 "created": time.time(), "with_weights": with_weights, "missing": missing,
-                "weights_left_out": left_out,
+                "weights_left_out": left_out, "plans": plans_of(plan),
                 "entries": [{k: e[k] for k in ("kind", "key", "files")} for e in entries]}
     tmp = out.with_name(out.name + ".part")
     with tarfile.open(tmp, "w:gz") as tar:
@@ -152,6 +158,25 @@ def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = Fals
                     _add(tar, f"runs/{e['kind']}/{e['key']}/{name}", fh, path.stat().st_size)
     tmp.replace(out)
     return Exported(out, len(entries), total, missing, left_out)
+
+
+def plans_of(plan: StudyPlan) -> dict:
+    """``{"study": the plan's fields or None for a preset, "gradts": [the fields of each GradTS plan it names that
+    is not a preset]}``; the plan's ``gradts``/``affinity`` refer to them by name (a file path would not resolve
+    on another machine)."""
+    gradts: dict[str, dict] = {}
+    refs: dict[str, list] = {}
+    for field_name in ("gradts", "affinity"):
+        refs[field_name] = []
+        for ref in getattr(plan, field_name):
+            if isinstance(ref, str) and ref in GRADTS_PRESETS:
+                refs[field_name].append(ref)
+                continue
+            gplan = find_gradts_plan(ref)
+            gradts.setdefault(gplan.name, gplan.to_dict())
+            refs[field_name].append(gplan.name)
+    study = None if PRESETS.get(plan.name) == plan else {**plan.to_dict(), **refs}
+    return {"study": study, "gradts": list(gradts.values())}
 
 
 def _add(tar: tarfile.TarFile, name: str, fh, size: int | None) -> None:
@@ -280,6 +305,55 @@ class Imported:
     added: int
     kept: int  # valid entries already in the cache (never overwritten)
     bytes: int
+    plans: list[str]  # one line per plan the bundle carried: saved, already here, or kept as it was here
+
+
+def check_plans(data: Any) -> list[tuple[str, str, dict]]:
+    """The plans a manifest carries as (folder under ``<cache>/plans``, name, fields), each checked as a plan file
+    is (GradTS plans first: the study plan names them); a :class:`BundleError` when one is unreadable."""
+    if data is None:
+        return []
+    try:
+        gradts = [GradTSPlan.from_dict(d, where=f"{MANIFEST}: GradTS plan") for d in data["gradts"]]
+        by_name = {g.name: g for g in gradts}
+        for g in gradts:
+            check_name(g.name, "GradTS plan name")
+        out = [("gradts", g.name, g.to_dict()) for g in gradts]
+        study = data["study"]
+        if study is not None:  # the GradTS plans it names resolve to the bundle's, not to files here
+            inline = {f: [by_name[n].to_dict() if isinstance(n, str) and n in by_name else n for n in study.get(f, [])]
+                      for f in ("gradts", "affinity")}
+            plan = StudyPlan.from_dict({**study, **inline}, where=f"{MANIFEST}: study plan")
+            out.append(("", plan.name, study))
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise BundleError(f"{MANIFEST}: a plan it carries is unreadable: {err}") from None
+    return out
+
+
+def _save_plans(plans: list[tuple[str, str, dict]], folder: Path) -> list[str]:
+    """Save the checked plans where no plan of that name is (a file already there is the user's: kept)."""
+    lines = []
+    for sub, name, fields in plans:
+        what = "GradTS plan" if sub else "plan"
+        if name in (GRADTS_PRESETS if sub else PRESETS):
+            lines.append(f"{what} {name}: a preset here; the preset is used")
+            continue
+        path = folder / sub / f"{name}.json"
+        if path.exists():
+            try:
+                same = json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(fields))
+            except (OSError, ValueError):
+                same = False
+            lines.append(f"{what} {name}: already here" if same else
+                         f"{what} {name}: {path} holds another plan of that name; it was kept (rename it to see the "
+                         "bundle's plan)")
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".tmp-{name}.json")
+        tmp.write_text(json.dumps(fields, indent=1, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+        lines.append(f"{what} {name}: saved as {path}")
+    return lines
 
 
 def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
@@ -319,6 +393,7 @@ def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
                     raise BundleError(f"{name!r}: its SHA-256 is not the one {MANIFEST} lists")
         cfgs = [(_check_entry_folder(staging / "runs" / e["kind"] / e["key"], e["kind"], e["key"], expected), e)
                 for e in manifest["entries"]]
+        plans = check_plans(manifest.get("plans"))
         added = kept = 0
         for cfg, e in cfgs:
             dest = store.path_for(cfg)
@@ -331,6 +406,6 @@ def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
                     remove_dir(dest)  # a corrupt entry under this key
                 (staging / "runs" / e["kind"] / e["key"]).replace(dest)
                 added += 1
-        return Imported(len(cfgs), added, kept, total)
+        return Imported(len(cfgs), added, kept, total, _save_plans(plans, store.root.parent / "plans"))
     finally:
         shutil.rmtree(staging, ignore_errors=True)

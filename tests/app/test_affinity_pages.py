@@ -235,3 +235,37 @@ def test_shared_heads_offers_learned_pruning_then_shows_stem_cells_beside_gradie
     assert all("chance 50%" in v for v in stem["also gradient top"])
     labels = [m.label for m in at.metric]
     assert any(lab.startswith("stem cells: kept by ≥ 3 of 5") for lab in labels)
+
+
+def test_a_bundle_replays_the_gradts_pages_on_another_cache(gradts_cache, monkeypatch, tmp_path):
+    """A plan naming the GradTS plan, exported where it was validated and imported into a cache with neither its
+    results nor its plan files: the Task affinity page shows the same affinity and validation table, with nothing
+    to compute; the GradTS plan came with the bundle."""
+    from dataclasses import asdict, replace
+
+    from headprune_core.plans.bundle import export_bundle, import_bundle
+    source = gradts_cache["root"]
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(source))  # where the plan finds its GradTS plan
+    plan = replace(gradts_cache["fixture"]["plan"], name="fixture-mtl", gradts=("fixture-gradts",))
+    (source / "plans" / "fixture-mtl.json").write_text(json.dumps(asdict(plan)))
+    try:
+        done = export_bundle(plan, tmp_path / "mtl.tar.gz", store=Store(source / "runs"), device="cpu")
+    finally:
+        (source / "plans" / "fixture-mtl.json").unlink()
+    assert done.missing == 0 and done.entries > 0
+    laptop = tmp_path / "laptop"
+    import shutil
+    shutil.copytree(source / "corpora", laptop / "corpora")
+    imported = import_bundle(done.path, Store(laptop / "runs"))
+    assert imported.added == imported.entries == done.entries
+    assert imported.plans == [f"GradTS plan fixture-gradts: saved as {laptop / 'plans' / 'gradts' / 'fixture-gradts.json'}",
+                              f"plan fixture-mtl: saved as {laptop / 'plans' / 'fixture-mtl.json'}"]
+    shown = {}
+    for name, cache in (("source", source), ("laptop", laptop)):
+        at = ok(page(AFFINITY, cache, monkeypatch))
+        assert at.selectbox(key="gradts_plan").value == "fixture-gradts"
+        assert not at.warning and not at.error and not [b for b in at.button if b.label.startswith("Compute")], name
+        shown[name] = (tau_heatmap(at)["data"][0]["z"], at.dataframe[0].value)
+    assert shown["laptop"][0] == shown["source"][0]
+    assert shown["laptop"][1].equals(shown["source"][1])
+    assert len(list(Store(laptop / "runs").entries())) == imported.entries  # the page computed nothing

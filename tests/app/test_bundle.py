@@ -71,17 +71,56 @@ def test_export_then_import_gives_the_same_entries_and_pages(fixture_cache, bund
     assert again.added == 0 and again.kept == again.entries == len(manifest["entries"])
 
 
-def test_a_bundle_with_weights_lets_the_prune_page_evaluate(fixture_cache, bundles, tmp_path, monkeypatch):
+def _shown(at) -> dict:
+    """What a page shows in numbers: its metrics, tables and charts' data."""
+    return {"metrics": [(m.label, m.value) for m in at.metric],
+            "tables": [d.value.to_json() for d in at.dataframe],
+            "charts": [json.loads(c.proto.spec)["data"] for c in at.get("plotly_chart")]}
+
+
+# the pages whose results the fixture plan computes (its re-fine-tunings and findings are computed by slow tests)
+@pytest.mark.parametrize("page", ["home", "importance", "prune", "inspector"])
+def test_a_bundle_with_weights_shows_every_page_the_same(page, fixture_cache, bundles, tmp_path, monkeypatch):
     dest = copy_cache(fixture_cache, tmp_path / "laptop", runs=False)
     done = import_bundle(bundles["weights"], Store(dest / "runs"))
     assert done.added == done.entries and (dest / "runs" / "finetune").is_dir()
-    values = {}
+    shown = {}
     for name, cache in (("source", fixture_cache["root"]), ("imported", dest)):
         at = make_app(cache, monkeypatch)
         at.run()
-        run_page(at, "prune")
-        values[name] = [m.value for m in at.metric]
-    assert values["imported"] == values["source"] and values["source"]
+        run_page(at, page)
+        assert not at.error and not [b for b in at.button if b.label.startswith("Compute")], (name, page)
+        shown[name] = _shown(at)
+    assert shown["imported"] == shown["source"] and any(shown["source"].values())
+    assert len(list(Store(dest / "runs").entries())) == done.entries  # nothing was computed on the way
+
+
+def test_the_plan_travels_with_its_results(fixture_cache, bundles, tmp_path, monkeypatch, capsys):
+    """A laptop without the plan's file gets it from the bundle and lists it; a plan file of that name already
+    there is the user's and is kept."""
+    manifest, _ = _read(bundles["plain"])
+    assert manifest["plans"]["study"]["name"] == "fixture" and manifest["plans"]["gradts"] == []
+    dest = copy_cache(fixture_cache, tmp_path / "laptop", runs=False)
+    import shutil
+    shutil.rmtree(dest / "plans")
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(dest))
+    assert main(["bundle", "import", str(bundles["plain"])]) == 0
+    assert f"plan fixture: saved as {dest / 'plans' / 'fixture.json'}" in capsys.readouterr().out
+    from headprune_core.plans.presets import find_plan
+    assert find_plan("fixture") == fixture_cache["plan"]
+    at = make_app(dest, monkeypatch)
+    at.run()
+    assert at.sidebar.selectbox(key="plan").value == "fixture"
+    # another plan of that name here: kept, and said so; the results are imported all the same
+    other = tmp_path / "other"
+    (other / "plans").mkdir(parents=True)
+    (other / "plans" / "fixture.json").write_text('{"name": "fixture", "description": "mine"}')
+    done = import_bundle(bundles["plain"], Store(other / "runs"))
+    assert done.added == done.entries and json.loads((other / "plans" / "fixture.json").read_text())["description"] \
+        == "mine"
+    assert done.plans == [f"plan fixture: {other / 'plans' / 'fixture.json'} holds another plan of that name; it "
+                          "was kept (rename it to see the bundle's plan)"]
+    assert import_bundle(bundles["plain"], Store(dest / "runs")).plans == ["plan fixture: already here"]
 
 
 # --- malicious bundles --------------------------------------------------------------------------------------------
@@ -198,13 +237,20 @@ def _evil(case: str, manifest: dict, files: dict[str, bytes]):
     elif case == "listed-but-absent":
         del files[npy]
         msg = "not in the bundle"
+    elif case == "plan-name-traversal":
+        manifest["plans"]["study"]["name"] = "../../../etc/cron.d/evil"
+        msg = "a plan it carries is unreadable: .*bad plan name"
+    elif case == "plan-unknown-field":
+        manifest["plans"]["study"]["command"] = "rm -rf ~"
+        msg = r"a plan it carries is unreadable: .*unknown plan fields \['command'\]"
     else:
         raise ValueError(case)
     return manifest, files, extra, msg
 
 
 CASES = ["traversal", "absolute", "symlink", "hardlink", "folder", "unlisted-file", "pickle", "object-npy",
-         "hash-mismatch", "config-not-its-key", "key-mismatch", "unknown-kind", "no-manifest", "listed-but-absent"]
+         "hash-mismatch", "config-not-its-key", "key-mismatch", "unknown-kind", "no-manifest", "listed-but-absent",
+         "plan-name-traversal", "plan-unknown-field"]
 
 
 @pytest.mark.parametrize("case", CASES)
