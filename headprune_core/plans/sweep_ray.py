@@ -197,15 +197,16 @@ def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None
     try:
         progress.write(force=True)
         while True:
-            for node in graph.ready():
-                if graph.store.has(node.cfg):  # another sweep or a dashboard finished it meanwhile
-                    node.state = "cached"
-                else:
-                    ref = remote.options(max_retries=1, retry_exceptions=True, name=node.what[:100],
-                                         **resources[node.cfg.kind]).remote(_payload(graph, node, progress))
-                    node.state = "running"
-                    running[ref] = node
-                event(node, graph)
+            while ready := graph.ready():  # again: a job found cached here makes the jobs that need it ready
+                for node in ready:
+                    if graph.store.has(node.cfg):  # another sweep or a dashboard finished it meanwhile
+                        node.state = "cached"
+                    else:
+                        ref = remote.options(max_retries=1, retry_exceptions=True, name=node.what[:100],
+                                             **resources[node.cfg.kind]).remote(_payload(graph, node, progress))
+                        node.state = "running"
+                        running[ref] = node
+                    event(node, graph)
             progress.write()
             if not running:
                 break

@@ -142,3 +142,23 @@ def test_killed_worker_is_redone_and_a_failing_job_is_reported(tiny_cache, ray_c
     (rec,) = [r for r in list_sweeps() if r["name"] == "k"]
     assert rec["state"] == "failed" and rec["counts"]["failed"] == 1
     assert Store(graph.store.root).has(victim.cfg)
+
+
+def test_jobs_after_one_found_cached_are_still_run(tiny_cache, ray_cluster, tmp_path):
+    """A fine-tune another sweep finished after this sweep's graph was built is found cached at submit time, with
+    nothing else running: the jobs that need it become ready then, and are run (they were left 'todo' and the
+    sweep said done: two users' overlapping sweeps on one cluster showed it)."""
+    from headprune_core.plans.sweep_ray import run_job
+    root, model = tiny_cache
+    spec = _spec(model, name="late", seeds=[31], langs=["en"], random_seeds=[0], prune_levels=[0.5])
+    graph = build_graph(spec)
+    (finetune,) = [n for n in graph.nodes.values() if n.cfg.kind == "finetune"]
+    assert all(n.state == "todo" for n in graph.nodes.values()) and graph.dependents(finetune.id)
+    run_job({"kind": "finetune", "key": finetune.cfg.key(), "config": finetune.cfg.to_dict(), "what": finetune.what,
+             "plan": {"model": model, "sources": {}, "finetuned": False}, "cache": str(graph.store.root.parent),
+             "device": "cpu", "run": "other", "markers": str(tmp_path / "markers")})  # the other user's sweep
+    res = run_sweep(graph)
+    assert res.ok and res.cached == 1 and res.computed == res.jobs - 1
+    assert graph.counts()["todo"] == 0 and all(n.state == "done" for n in graph.nodes.values() if n is not finetune)
+    (rec,) = [r for r in list_sweeps() if r["name"] == "late"]
+    assert rec["counts"]["done"] + rec["counts"]["cached"] == res.jobs
