@@ -64,9 +64,9 @@ def test_a_small_class_walks_the_dashboard_on_one_server(quick):
     rows = quick[1]["classroom"]["rows"]
     assert [r[0] for r in rows] == ["1", "3"]
     for sessions, complete, exceptions, failed, p50, p95, _, _, run50, run95, run_cpu95, rss, wall, machine, server, \
-            browsers, warmup in rows:
+            browsers, render, warmup in rows:
         assert complete == int(sessions) and exceptions == failed == 0  # every walk reached the inspector
         assert 0 < p50 <= p95 and warmup > 0 and rss > 100 and wall > 0
         assert 0 < run50 <= run95 and 0 <= run_cpu95  # the server logged its script runs
         machine, server, browsers = (int(v.rstrip("%")) for v in (machine, server, browsers))
-        assert machine >= server and machine >= browsers and server > 0
+        assert machine >= server and machine >= browsers and server > 0 and render > 0
