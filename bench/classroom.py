@@ -181,6 +181,22 @@ def measure(cache: Path, sizes, log_dir: Path, *, niced: bool = False) -> list[d
     return out
 
 
+def limit_note(by_n: dict[int, dict]) -> str:
+    """What limits a class on this machine, from the measured shares: the browsers when they take most of the
+    cores' time while the server's runs need little CPU, else the server."""
+    big = by_n[max(by_n)]
+    alone = by_n[min(by_n)]
+    browsers = max(0.0, big["machine_cpu"] - big["server_cpu"]) / (2 * big["wall"])
+    server = big["server_cpu"] / (2 * big["wall"])
+    who = "the browsers" if browsers > 2 * server else "the server"
+    return (f"The limit on 2 cores: {who}. With {big['n']} sessions the cores were "
+            f"{big['machine_cpu'] / (2 * big['wall']):.0%} busy, {browsers:.0%} of their time the browsers' and "
+            f"{server:.0%} the server's; a script run used {big['run_cpu_p95']:.2f} s of CPU at p95 and took "
+            f"{big['run_p95']:.1f} s at p95 (the rest waiting for a core), while one browser alone spends "
+            f"{alone['render_cpu']:.1f} s of its page's main thread on a walk. With each student's browser on their "
+            "own machine, the server's part is what a page waits for.")
+
+
 def _fixture_cache(work: Path) -> Path:
     from tests.helpers.fixture_cache import build_fixture_cache
 
@@ -238,6 +254,7 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
              "browser alone.",
              "'browsers niced': the same walks with the browsers in a process at nice 19, so the server gets the "
              "cores first, as in a class where each student's browser runs on the student's own machine."]
+    notes.append(limit_note(by_n))
     for r in res:
         if r["errors"]:
             notes.append(f"N = {r['n']}: first errors: {'; '.join(r['errors'])}")
