@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from headprune_core.base.files import check_name, key_lock, remove_dir
+from headprune_core.base.files import check_name, key_lock, remove_dir, write_file_atomic
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan, find_gradts_plan
 from headprune_core.plans.plan import StudyPlan, plan_jobs
@@ -314,14 +314,12 @@ def check_plans(data: Any) -> list[tuple[str, str, dict]]:
     if data is None:
         return []
     try:
-        gradts = [GradTSPlan.from_dict(d, where=f"{MANIFEST}: GradTS plan") for d in data["gradts"]]
-        by_name = {g.name: g for g in gradts}
-        for g in gradts:
-            check_name(g.name, "GradTS plan name")
-        out = [("gradts", g.name, g.to_dict()) for g in gradts]
+        gradts = [(GradTSPlan.from_dict(d, where=f"{MANIFEST}: GradTS plan"), d) for d in data["gradts"]]
+        by_name = {g.name: d for g, d in gradts}
+        out = [("gradts", check_name(g.name, "GradTS plan name"), d) for g, d in gradts]
         study = data["study"]
         if study is not None:  # the GradTS plans it names resolve to the bundle's, not to files here
-            inline = {f: [by_name[n].to_dict() if isinstance(n, str) and n in by_name else n for n in study.get(f, [])]
+            inline = {f: [by_name[n] if isinstance(n, str) and n in by_name else n for n in study.get(f, [])]
                       for f in ("gradts", "affinity")}
             plan = StudyPlan.from_dict({**study, **inline}, where=f"{MANIFEST}: study plan")
             out.append(("", plan.name, study))
@@ -341,17 +339,14 @@ def _save_plans(plans: list[tuple[str, str, dict]], folder: Path) -> list[str]:
         path = folder / sub / f"{name}.json"
         if path.exists():
             try:
-                same = json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(fields))
+                same = json.loads(path.read_text(encoding="utf-8")) == fields  # both as JSON reads them
             except (OSError, ValueError):
                 same = False
             lines.append(f"{what} {name}: already here" if same else
                          f"{what} {name}: {path} holds another plan of that name; it was kept (rename it to see the "
                          "bundle's plan)")
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".tmp-{name}.json")
-        tmp.write_text(json.dumps(fields, indent=1, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
+        write_file_atomic(path, json.dumps(fields, indent=1, ensure_ascii=False))
         lines.append(f"{what} {name}: saved as {path}")
     return lines
 
