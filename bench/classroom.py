@@ -240,7 +240,7 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
              "checks 0.3 s apart: 0.6 s of each time is that settling). The slider's new k is the same for every "
              "session: it is evaluated once (the per-key lock), the others read it.",
              "Server script runs: every run of the app's script during the class, timed inside the server (from "
-             "the frame's first line to the page's last; HEADPRUNE_PAGE_LOG): wall seconds, and the CPU seconds the "
+             "the frame's navigation to the end of the page; HEADPRUNE_PAGE_LOG): wall seconds, and the CPU seconds the "
              "run's own thread used (the rest of its wall time it waited for the cores, the GIL or a queued "
              "computation). A page time above it is the browser's: loading the app's JavaScript into a fresh "
              "context, the websocket, drawing.",

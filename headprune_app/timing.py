@@ -1,6 +1,6 @@
 """An opt-in record of every script run, for the classroom benchmark (``bench/classroom.py``): with
 ``HEADPRUNE_PAGE_LOG=FILE`` set, each run appends one JSON line ``{"page", "wall", "cpu"}``: the seconds from the
-frame's first line to the page's last, and the CPU seconds the run's own thread used in them (the rest of the wall
+frame's navigation to the end of the page, and the CPU seconds the run's own thread used in them (the rest of the wall
 time it waited: for the cores, the GIL or a queued computation)."""
 
 from __future__ import annotations
