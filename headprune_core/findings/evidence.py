@@ -15,7 +15,7 @@ from headprune_core.multitask.affinity import gradts_map
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.plans.plan import StudyPlan, plan_jobs
 from headprune_core.plans.presets import find_plan
-from headprune_core.runs.config import RefinetuneConfig
+from headprune_core.runs.config import RefinetuneConfig, nested_configs
 from headprune_core.runs.estimate import estimate_jobs
 from headprune_core.runs.jobs import Job
 from headprune_core.runs.retrain import refinetune_parts
@@ -79,8 +79,16 @@ class Evidence:
         self._retrains: dict[str, Retrain | None] = {}
 
     def missing(self) -> list[Job]:
-        """The plan's jobs that are not cached (what a click computes)."""
-        return [j for j in self.jobs if not self.study.store.has(j.cfg)]
+        """The plan's jobs that are not cached and are needed (what a click computes). A job the cards never read
+        and whose every reader is cached is not needed: the fine-tunes of a bundle imported without their weights
+        (their scores, evaluations and curves came with it)."""
+        cached = {j.cfg.key(): self.study.store.has(j.cfg) for j in self.jobs}
+        readers: dict[str, list[str]] = {}
+        for j in self.jobs:
+            for cfg in nested_configs(j.cfg):
+                readers.setdefault(cfg.key(), []).append(j.cfg.key())
+        return [j for j in self.jobs if not cached[j.cfg.key()] and not (
+            j.cfg.kind == "finetune" and readers.get(j.cfg.key()) and all(cached[r] for r in readers[j.cfg.key()]))]
 
     def estimate(self, *, cpus: int | None = None) -> dict:
         """Estimated seconds to compute what is missing (see :func:`headprune_core.runs.estimate.estimate_jobs`)."""

@@ -85,6 +85,7 @@ class Exported:
     bytes: int
     missing: int  # results the plan reads that are not cached (not in the bundle)
     weights_left_out: int  # fine-tunes whose weights were not packed
+    also_missing: int = 0  # results of the ``also`` plans that are not cached
 
 
 def plan_results(study: Study, plan: StudyPlan) -> tuple[list[RunConfig], int]:
@@ -123,14 +124,24 @@ def _files(entry: Path, cfg: RunConfig) -> list[tuple[str, Path, str]]:
 
 
 def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = False, device: str = "auto",
-                  store: Store | None = None) -> Exported:
-    """Pack ``plan``'s cached results into the bundle ``out`` (written beside, then renamed)."""
+                  store: Store | None = None, also: tuple[StudyPlan, ...] = ()) -> Exported:
+    """Pack ``plan``'s cached results into the bundle ``out`` (written beside, then renamed), and those of the
+    plans in ``also`` that are computed (the Findings page's plan: what is not computed of it is counted in
+    ``also_missing``, not in ``missing``)."""
     out = Path(out).expanduser()
     if not out.parent.is_dir():
         raise FileNotFoundError(f"no such folder for the bundle: {out.parent}")
-    recorder = RecordingStore(store.root if store is not None else None)
-    study = plan.study(store=recorder, device=device, progress=False)
-    cfgs, missing = plan_results(study, plan)
+    root = store.root if store is not None else None
+    recorder = RecordingStore(root)
+    cfgs, missing = plan_results(plan.study(store=recorder, device=device, progress=False), plan)
+    also_missing, seen = 0, {(c.kind, c.key()) for c in cfgs}
+    for extra in also:  # each with its own recorder: its count of missing results is its own
+        more, absent = plan_results(extra.study(store=RecordingStore(root), device=device, progress=False), extra)
+        for cfg in more:
+            if (cfg.kind, cfg.key()) not in seen:
+                seen.add((cfg.kind, cfg.key()))
+                cfgs.append(cfg)
+        also_missing += absent
     entries, left_out, total = [], 0, 0
     for cfg in sorted(cfgs, key=lambda c: (c.kind, c.key())):
         try:
@@ -157,7 +168,7 @@ def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = Fals
                 with open(path, "rb") as fh:
                     _add(tar, f"runs/{e['kind']}/{e['key']}/{name}", fh, path.stat().st_size)
     tmp.replace(out)
-    return Exported(out, len(entries), total, missing, left_out)
+    return Exported(out, len(entries), total, missing, left_out, also_missing)
 
 
 def plans_of(plan: StudyPlan) -> dict:

@@ -300,6 +300,30 @@ def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, mon
     run_page(at, "retrain")
     assert at.selectbox(key="retrain").options and len(plotly_charts(at)) >= 1
 
+    # a bundle of the plan carries its findings: on a laptop with none of the results (nor the plan's file) the
+    # Findings and Prune & retrain pages show the same numbers, with nothing to compute
+    import shutil
+
+    from headprune_core.cli.main import main
+    bundle = cache_copy.parent / "fixture.tar.gz"
+    assert main(["bundle", "export", "fixture", "--out", str(bundle), "--cache", str(cache_copy),
+                 "--device", "cpu"]) == 0
+    laptop = cache_copy.parent / "laptop"
+    shutil.copytree(cache_copy / "corpora", laptop / "corpora")
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(laptop))
+    assert main(["bundle", "import", str(bundle)]) == 0
+    shown = {}
+    for name, cache in (("source", cache_copy), ("laptop", laptop)):
+        page = make_app(cache, monkeypatch)
+        page.run()
+        shown[name] = {}
+        for view in ("findings", "retrain"):
+            run_page(page, view)
+            assert not page.error and not [b for b in page.button if b.label.startswith("Compute")], (name, view)
+            shown[name][view] = ([(m.label, m.value) for m in page.metric], [d.value.to_json() for d in page.dataframe],
+                                 [json.loads(c.proto.spec)["data"] for c in plotly_charts(page)])
+    assert shown["laptop"] == shown["source"]
+
 
 def test_learned_strategy_offers_the_l0_run_then_prunes_by_its_gates(fixture_cache, monkeypatch, tmp_path):
     from headprune_app import prune_view

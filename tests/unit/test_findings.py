@@ -105,6 +105,19 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
             "calibration"} <= set(doc)
     assert set(doc["calibration"]) >= {"false_reproduced", "false_not_reproduced", "power"}
 
+    # a fine-tune whose readers are all cached is not needed (a bundle imported without the weights); once one of
+    # its readers is gone, it is again
+    import shutil
+
+    from headprune_core.runs.config import nested_configs
+    ft = next(j for j in found.jobs if j.cfg.kind == "finetune")
+    shutil.rmtree(study.store.path_for(ft.cfg))
+    assert not Findings(study, plan).missing() and [c.verdict for c in Findings(study, plan).cards()] == \
+        [c.verdict for c in cards.values()]
+    reader = next(j for j in found.jobs if ft.cfg.key() in {c.key() for c in nested_configs(j.cfg)})
+    shutil.rmtree(study.store.path_for(reader.cfg))
+    assert {j.cfg.key() for j in Findings(study, plan).missing()} == {ft.cfg.key(), reader.cfg.key()}
+
 
 @pytest.mark.parametrize("h", HYPOTHESES, ids=lambda h: h.id)
 def test_each_rule_on_constructed_null_true_and_opposite_cases(h):
