@@ -16,7 +16,7 @@ from headprune_core.cli.main import main
 from headprune_core.plans.bundle import MANIFEST, BundleError, export_bundle, import_bundle
 from headprune_core.runs.config import config_from_dict
 from headprune_core.runs.store import Store
-from tests.helpers.app import copy_cache, make_app, run_page
+from tests.helpers.app import copy_cache, make_app, run_page, shown_numbers
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +71,6 @@ def test_export_then_import_gives_the_same_entries_and_pages(fixture_cache, bund
     assert again.added == 0 and again.kept == again.entries == len(manifest["entries"])
 
 
-def _shown(at) -> dict:
-    """What a page shows in numbers: its metrics, tables and charts' data."""
-    return {"metrics": [(m.label, m.value) for m in at.metric],
-            "tables": [d.value.to_json() for d in at.dataframe],
-            "charts": [json.loads(c.proto.spec)["data"] for c in at.get("plotly_chart")]}
-
-
 # the pages whose results the fixture plan computes (its re-fine-tunings and findings are computed by slow tests)
 @pytest.mark.parametrize("page", ["home", "importance", "prune", "inspector"])
 def test_a_bundle_with_weights_shows_every_page_the_same(page, fixture_cache, bundles, tmp_path, monkeypatch):
@@ -90,7 +83,7 @@ def test_a_bundle_with_weights_shows_every_page_the_same(page, fixture_cache, bu
         at.run()
         run_page(at, page)
         assert not at.error and not [b for b in at.button if b.label.startswith("Compute")], (name, page)
-        shown[name] = _shown(at)
+        shown[name] = shown_numbers(at)
     assert shown["imported"] == shown["source"] and any(shown["source"].values())
     assert len(list(Store(dest / "runs").entries())) == done.entries  # nothing was computed on the way
 

@@ -18,6 +18,7 @@ from tests.helpers.app import (
     plan_size,
     plotly_charts,
     run_page,
+    shown_numbers,
 )
 
 
@@ -320,8 +321,7 @@ def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, mon
         for view in ("findings", "retrain"):
             run_page(page, view)
             assert not page.error and not [b for b in page.button if b.label.startswith("Compute")], (name, view)
-            shown[name][view] = ([(m.label, m.value) for m in page.metric], [d.value.to_json() for d in page.dataframe],
-                                 [json.loads(c.proto.spec)["data"] for c in plotly_charts(page)])
+            shown[name][view] = shown_numbers(page)
     assert shown["laptop"] == shown["source"]
 
 

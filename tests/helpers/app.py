@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +41,13 @@ def run_page(at, page: str):
 
 def plotly_charts(at) -> list:
     return at.get("plotly_chart")
+
+
+def shown_numbers(at) -> dict:
+    """What a page shows in numbers: its metrics, tables and charts' data (to compare two caches' pages)."""
+    return {"metrics": [(m.label, m.value) for m in at.metric],
+            "tables": [d.value.to_json() for d in at.dataframe],
+            "charts": [json.loads(c.proto.spec)["data"] for c in plotly_charts(at)]}
 
 
 def metric_value(at, prefix: str) -> float:
