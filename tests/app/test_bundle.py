@@ -61,11 +61,14 @@ def test_export_then_import_gives_the_same_entries_and_pages(fixture_cache, bund
         assert not [b for b in at.button if b.label.startswith("Compute")], name
         tables[name] = at.dataframe[0].value
     assert tables["imported"].equals(tables["source"])
-    # the prune page needs the fine-tuned weights, which this bundle left out: it says so and offers them
-    at = make_app(dest, monkeypatch)
-    at.run()
-    run_page(at, "prune")
-    assert any(b.label.startswith("Compute") for b in at.button) and not at.metric
+    # the prune page and the inspector need the fine-tuned weights, which this bundle left out: they say so and
+    # offer to compute them
+    for page in ("prune", "inspector"):
+        at = make_app(dest, monkeypatch)
+        at.run()
+        run_page(at, page)
+        assert not at.exception and not at.metric, page
+        assert any(b.label.startswith("Compute") for b in at.button), page
     # a second import keeps every entry as it is
     again = import_bundle(bundles["plain"], store)
     assert again.added == 0 and again.kept == again.entries == len(manifest["entries"])
