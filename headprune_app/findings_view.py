@@ -68,7 +68,7 @@ def offer(f: Findings) -> None:
     missing = f.missing()
     if not missing:
         return
-    text = describe_estimate(f.estimate())
+    text = describe_estimate(f.estimate(missing))
     st.info(f"**{len(missing)} of {len(f.jobs)} results** of plan **{f.plan.name}** are not computed yet "
             f"({text}, one job after another on this machine; re-fine-tunings count every run at the unpruned "
             "model's time, so the estimate is high). Cards "

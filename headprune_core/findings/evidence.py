@@ -90,9 +90,11 @@ class Evidence:
         return [j for j in self.jobs if not cached[j.cfg.key()] and not (
             j.cfg.kind == "finetune" and readers.get(j.cfg.key()) and all(cached[r] for r in readers[j.cfg.key()]))]
 
-    def estimate(self, *, cpus: int | None = None) -> dict:
-        """Estimated seconds to compute what is missing (see :func:`headprune_core.runs.estimate.estimate_jobs`)."""
-        return estimate_jobs(self.study.store, [j.cfg for j in self.missing()], cpus=cpus)
+    def estimate(self, missing: list[Job] | None = None, *, cpus: int | None = None) -> dict:
+        """Estimated seconds to compute ``missing`` (default: :meth:`missing`; see
+        :func:`headprune_core.runs.estimate.estimate_jobs`)."""
+        todo = self.missing() if missing is None else missing
+        return estimate_jobs(self.study.store, [j.cfg for j in todo], cpus=cpus)
 
     def get(self, cfg):
         return self.study.store.get(cfg)
