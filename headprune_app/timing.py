@@ -15,9 +15,9 @@ ENV = "HEADPRUNE_PAGE_LOG"
 
 
 @contextmanager
-def script_run(page: str = "") -> Iterator[dict]:
-    """Time the block; ``info["page"]`` may be set inside (the page is known only once navigation ran)."""
-    info = {"page": page}
+def script_run() -> Iterator[dict]:
+    """Time the block; set ``info["page"]`` inside (the page is known only once navigation ran)."""
+    info = {"page": ""}
     wall, cpu = time.perf_counter(), time.thread_time()
     try:
         yield info

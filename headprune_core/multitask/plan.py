@@ -169,9 +169,10 @@ GRADTS_PRESETS: dict[str, GradTSPlan] = {
 }
 
 
-def plans_dir() -> Path:
-    """Where the dashboard looks for GradTS plan files: ``<cache>/plans/gradts``."""
-    return cache_root() / "plans" / "gradts"
+def plans_dir(cache: Path | None = None) -> Path:
+    """Where the dashboard looks for GradTS plan files: ``<cache>/plans/gradts`` (of ``cache``, default the cache
+    in use)."""
+    return (cache if cache is not None else cache_root()) / "plans" / "gradts"
 
 
 def find_gradts_plan(ref: str | dict) -> GradTSPlan:

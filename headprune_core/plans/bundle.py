@@ -36,8 +36,9 @@ import numpy as np
 from headprune_core.base.files import check_name, key_lock, remove_dir, write_file_atomic
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan, find_gradts_plan
+from headprune_core.multitask.plan import plans_dir as gradts_plans_dir
 from headprune_core.plans.plan import StudyPlan, plan_jobs
-from headprune_core.plans.presets import PRESETS
+from headprune_core.plans.presets import PRESETS, plans_dir
 from headprune_core.runs.config import CONFIG_KINDS, RunConfig, config_from_dict, nested_configs
 from headprune_core.runs.retrain import refinetune_parts
 from headprune_core.runs.store import ENTRY, CorruptEntry, Store, check_entry, entry_is_valid, sha256_file
@@ -134,16 +135,14 @@ def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = Fals
     root = store.root if store is not None else None
     recorder = RecordingStore(root)
     cfgs, missing = plan_results(plan.study(store=recorder, device=device, progress=False), plan)
-    also_missing, seen = 0, {(c.kind, c.key()) for c in cfgs}
+    by_key, also_missing = {(c.kind, c.key()): c for c in cfgs}, 0
     for extra in also:  # each with its own recorder: its count of missing results is its own
         more, absent = plan_results(extra.study(store=RecordingStore(root), device=device, progress=False), extra)
         for cfg in more:
-            if (cfg.kind, cfg.key()) not in seen:
-                seen.add((cfg.kind, cfg.key()))
-                cfgs.append(cfg)
+            by_key.setdefault((cfg.kind, cfg.key()), cfg)
         also_missing += absent
     entries, left_out, total = [], 0, 0
-    for cfg in sorted(cfgs, key=lambda c: (c.kind, c.key())):
+    for _, cfg in sorted(by_key.items()):
         try:
             files = _files(recorder.path_for(cfg), cfg)
         except CorruptEntry:
@@ -320,8 +319,7 @@ class Imported:
 
 
 def check_plans(data: Any) -> list[tuple[str, str, dict]]:
-    """The plans a manifest carries as (folder under ``<cache>/plans``, name, fields), each checked as a plan file
-    is (GradTS plans first: the study plan names them); a :class:`BundleError` when one is unreadable."""
+    """The plans a manifest carries as ("gradts" or "study", name, fields), each checked as a plan file is (GradTS plans first: the study plan names them); a :class:`BundleError` when one is unreadable."""
     if data is None:
         return []
     try:
@@ -333,21 +331,23 @@ def check_plans(data: Any) -> list[tuple[str, str, dict]]:
             inline = {f: [by_name[n] if isinstance(n, str) and n in by_name else n for n in study.get(f, [])]
                       for f in ("gradts", "affinity")}
             plan = StudyPlan.from_dict({**study, **inline}, where=f"{MANIFEST}: study plan")
-            out.append(("", plan.name, study))
+            out.append(("study", plan.name, study))
     except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise BundleError(f"{MANIFEST}: a plan it carries is unreadable: {err}") from None
     return out
 
 
-def _save_plans(plans: list[tuple[str, str, dict]], folder: Path) -> list[str]:
-    """Save the checked plans where no plan of that name is (a file already there is the user's: kept)."""
+def _save_plans(plans: list[tuple[str, str, dict]], cache: Path) -> list[str]:
+    """Save the checked plans in ``cache``'s plan folders where no plan of that name is (a file already there is
+    the user's: kept)."""
     lines = []
-    for sub, name, fields in plans:
-        what = "GradTS plan" if sub else "plan"
-        if name in (GRADTS_PRESETS if sub else PRESETS):
+    for kind, name, fields in plans:
+        gradts = kind == "gradts"
+        what = "GradTS plan" if gradts else "plan"
+        if name in (GRADTS_PRESETS if gradts else PRESETS):
             lines.append(f"{what} {name}: a preset here; the preset is used")
             continue
-        path = folder / sub / f"{name}.json"
+        path = (gradts_plans_dir(cache) if gradts else plans_dir(cache)) / f"{name}.json"
         if path.exists():
             try:
                 same = json.loads(path.read_text(encoding="utf-8")) == fields  # both as JSON reads them
@@ -412,6 +412,6 @@ def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
                     remove_dir(dest)  # a corrupt entry under this key
                 (staging / "runs" / e["kind"] / e["key"]).replace(dest)
                 added += 1
-        return Imported(len(cfgs), added, kept, total, _save_plans(plans, store.root.parent / "plans"))
+        return Imported(len(cfgs), added, kept, total, _save_plans(plans, store.root.parent))
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -106,9 +106,10 @@ PRESETS["findings-full"] = replace(
 )
 
 
-def plans_dir() -> Path:
-    """Where the dashboard saves plans and looks for plan files: ``<cache>/plans``."""
-    return cache_root() / "plans"
+def plans_dir(cache: Path | None = None) -> Path:
+    """Where the dashboard saves plans and looks for plan files: ``<cache>/plans`` (of ``cache``, default the
+    cache in use)."""
+    return (cache if cache is not None else cache_root()) / "plans"
 
 
 def find_plan(ref: str | dict) -> StudyPlan:
