@@ -31,6 +31,7 @@ NICED_SIZES = (10,)
 QUICK_SIZES = (1, 3)
 NAV = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector"}  # = page titles
 STEP_TIMEOUT = 600_000  # ms: 30 sessions on 2 cores can make one step wait minutes
+CORES = os.cpu_count() or 1  # the shares below are of every core's time (the machine's busy time counts them all)
 POLL = 100  # ms between checks of a page (Playwright's default checks every animation frame: 60 times a second in
 # every context, CPU that students' browsers never spend)
 
@@ -181,16 +182,21 @@ def measure(cache: Path, sizes, log_dir: Path, *, niced: bool = False) -> list[d
     return out
 
 
+def shares(r: dict) -> tuple[float, float, float]:
+    """The machine's, the server's and the rest's (the browsers') shares of the cores' wall time over a class."""
+    cores = r["wall"] * CORES
+    return r["machine_cpu"] / cores, r["server_cpu"] / cores, max(0.0, r["machine_cpu"] - r["server_cpu"]) / cores
+
+
 def limit_note(by_n: dict[int, dict]) -> str:
     """What limits a class on this machine, from the measured shares: the browsers when they take most of the
     cores' time while the server's runs need little CPU, else the server."""
     big = by_n[max(by_n)]
     alone = by_n[min(by_n)]
-    browsers = max(0.0, big["machine_cpu"] - big["server_cpu"]) / (2 * big["wall"])
-    server = big["server_cpu"] / (2 * big["wall"])
+    busy, server, browsers = shares(big)
     who = "the browsers" if browsers > 2 * server else "the server"
-    return (f"The limit on 2 cores: {who}. With {big['n']} sessions the cores were "
-            f"{big['machine_cpu'] / (2 * big['wall']):.0%} busy, {browsers:.0%} of their time the browsers' and "
+    return (f"The limit on {CORES} cores: {who}. With {big['n']} sessions the cores were "
+            f"{busy:.0%} busy, {browsers:.0%} of their time the browsers' and "
             f"{server:.0%} the server's; a script run used {big['run_cpu_p95']:.2f} s of CPU at p95 and took "
             f"{big['run_p95']:.1f} s at p95 (the rest waiting for a core), while one browser alone spends "
             f"{alone['render_cpu']:.1f} s of its page's main thread on a walk. With each student's browser on their "
@@ -215,8 +221,7 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
     rows = [[f"{r['n']}{' (browsers niced)' if r['niced'] else ''}", r["complete"], r["exceptions"], r["failed"],
              round(r["p50"], 1), round(r["p95"], 1), round(r["slider_p50"], 1), round(r["slider_p95"], 1),
              round(r["run_p50"], 2), round(r["run_p95"], 2), round(r["run_cpu_p95"], 2), round(r["rss_mb"]),
-             round(r["wall"], 1), f"{r['machine_cpu'] / (2 * r['wall']):.0%}", f"{r['server_cpu'] / (2 * r['wall']):.0%}",
-             f"{max(0.0, r['machine_cpu'] - r['server_cpu']) / (2 * r['wall']):.0%}", round(r["render_cpu"], 1),
+             round(r["wall"], 1), *(f"{s:.0%}" for s in shares(r)), round(r["render_cpu"], 1),
              round(r["warmup_s"], 1)]
             for r in res]
     by_n = {r["n"]: r for r in res if not r["niced"]}
@@ -244,8 +249,8 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
              "run's own thread used (the rest of its wall time it waited for the cores, the GIL or a queued "
              "computation). A page time above it is the browser's: loading the app's JavaScript into a fresh "
              "context, the websocket, drawing.",
-             "CPU shares are of the 2 cores' wall time over the class: the whole machine (busy time in /proc/stat), "
-             "the streamlit process (user+system), and the rest (the browsers, one Chromium with a context per "
+             f"CPU shares are of the {CORES} cores' wall time over the class: the whole machine (busy time in "
+             "/proc/stat), the streamlit process (user+system), and the rest (the browsers, one Chromium with a context per "
              "session, and Playwright). Pages are checked every 0.1 s, not on every animation frame. 'Page main "
              "thread s per walk': the median over sessions of the seconds the page's renderer main thread spent in "
              "tasks (Chromium's TaskDuration, through the DevTools protocol) over the whole walk: JavaScript, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from headprune_core.findings.hypotheses import HYPOTHESES
 from headprune_core.methods.inference import NOT_REPRODUCED, REPRODUCED, Estimate, truths
 from headprune_core.methods.uncertainty import metric_of
 from headprune_core.plans.plan import StudyPlan, run_plan
+from headprune_core.runs.config import nested_configs
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 
@@ -107,9 +109,6 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
 
     # a fine-tune whose readers are all cached is not needed (a bundle imported without the weights); once one of
     # its readers is gone, it is again
-    import shutil
-
-    from headprune_core.runs.config import nested_configs
     ft = next(j for j in found.jobs if j.cfg.kind == "finetune")
     shutil.rmtree(study.store.path_for(ft.cfg))
     assert not Findings(study, plan).missing() and [c.verdict for c in Findings(study, plan).cards()] == \
