@@ -165,35 +165,41 @@ FINDINGS = (
     "What the papers behind headprune found, checked on the model you run here. Each card states, before the "
     "data, the paper's claim with its number and baseline, the hypothesis tested here, the statistic, the "
     "control that could fail it and the rule; then what this model and data give over **training runs** (the "
-    "unit of replication), the smallest effect this data size can detect, the **verdict** and how often that "
-    "rule is wrong at this size. A verdict is about this model, these languages and this much data: "
-    "*inconclusive at this data size* means the data cannot tell, *one training run* that there is no "
-    "replication yet.")
+    "unit of replication), the **verdict** from the 95% interval alone, and how often that rule is wrong around "
+    "this size. A verdict is about this model, these languages and this much data: *not reproduced* means "
+    "*smaller here than the paper's*, not a refutation of the paper; *the other way* means the interval lies "
+    "wholly opposite the claim; *inconclusive* says why the data cannot tell.")
 CALIBRATION = (
-    "**How often each rule is wrong.** Each card's rule, run on 1,000 simulated draws at the card's own sizes "
-    "(its training runs, their spread and the test sentences' part), with a planted truth: the claim false "
-    "(null), the paper's effect, the opposite. `headprune findings --format json` gives the same numbers.")
+    "**How often each rule is wrong.** Each card's rule, run on 1,000 simulated data sets drawn per test sentence "
+    "around the card's own sizes (its training runs, test sentences, and run, sentence and run-by-sentence "
+    "spreads, each drawn 0.5x to 3x the measured one, with heavy tails), with a planted truth: the claim false at "
+    "its boundary, the paper's effect, the opposite. Rates are counted among the draws that passed every gate "
+    "of the rule (what a reader sees) and over all draws. `headprune findings --format json` gives the same "
+    "numbers.")
 CARD_NUMBERS = ("Numbers: metric [95% bootstrap interval over test sentences]; the statistic's interval takes the "
-                "training runs as the unit (Student's t over runs, with the test sentences' part added).")
+                "training runs as the unit (a crossed ANOVA of runs and test sentences, each part counted once; "
+                "Student's t with Satterthwaite's degrees of freedom).")
 
 
 def mde_caption(mde: float, target: float, unit: str, kind: str, paper_effect: str) -> str:
-    """The minimum detectable effect next to the paper's effect (or the margin)."""
+    """The minimum detectable effect next to the paper's effect (or the margin): information, never a gate."""
     what = "the paper's effect" if kind == "superiority" else "the margin"
-    verdict = ("larger: the verdict can only be *inconclusive at this data size*" if mde > target
-               else "smaller: this data size can tell")
-    return (f"Minimum detectable effect (80% power, 5% level) at these runs and sentences: **{mde:.2f} {unit}**; "
-            f"{what}: {target:g} {unit} ({paper_effect}), {verdict}.")
+    size = "larger" if mde > target else "smaller"
+    return (f"Minimum detectable effect (80% power, 5% level) at these runs and sentences: **{mde:.2f} {unit}**, "
+            f"{size} than {what} ({target:g} {unit}; {paper_effect}). Information only: it comes from the same "
+            "runs, so it does not gate the verdict.")
 
 
 def calibration_text(cal: dict) -> str:
-    """How often the rule is wrong at this card's sizes, from the simulation."""
+    """How often the rule is wrong around this card's sizes, from the simulation."""
     missed = ("It misses the goal(s): " + ", ".join(cal["goals_missed"]) + ".") if cal["goals_missed"] else \
         "Both goals are met."
-    return (f"**How often this rule is wrong** at this card's sizes ({cal['draws']:,} simulated draws): says "
-            f"*reproduced* when the claim is false {cal['false_reproduced']:.1%} of the time (goal <= 5%), *not "
-            f"reproduced* when the paper's effect is true {cal['false_not_reproduced']:.1%} (goal <= 5%); power "
-            f"{cal['power']:.0%}. {missed}")
+    return (f"**How often this rule is wrong** around this card's sizes ({cal['draws']:,} simulated draws per "
+            f"truth): says *reproduced* when the claim is false {cal['false_reproduced_given_gate']:.1%} of the "
+            f"time (goal <= 5%), *not reproduced* or *the other way* when the paper's effect is true "
+            f"{cal['false_not_reproduced_given_gate']:.1%} (goal <= 5%), both among the draws that passed the "
+            f"rule's gates (over all draws {cal['false_reproduced']:.1%} and {cal['false_not_reproduced']:.1%}); "
+            f"power at the paper's effect {cal['power']:.0%}. {missed}")
 
 
 def findings_unprepared(model: str, task: str) -> str:

@@ -10,21 +10,23 @@ import streamlit as st
 
 from headprune_app import cached, captions
 from headprune_app import selection as S
+from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
     MISSING,
-    NOT_REPRODUCED,
     ONE_RUN,
+    OTHER_WAY,
     REPRODUCED,
-    VERDICTS,
+    SMALLER,
     Card,
     Findings,
 )
 from headprune_core.findings.plan import findings_plan
-from headprune_core.findings.report import report_html, report_markdown, report_title
+from headprune_core.findings.report import family_text, report_html, report_markdown, report_title, summary_rows
 from headprune_core.runs.estimate import describe_estimate
 
-BADGES = {REPRODUCED: ("green", ":material/check_circle:"), NOT_REPRODUCED: ("red", ":material/cancel:"),
+BADGES = {REPRODUCED: ("green", ":material/check_circle:"), SMALLER: ("violet", ":material/trending_down:"),
+          OTHER_WAY: ("red", ":material/swap_horiz:"),
           INCONCLUSIVE: ("orange", ":material/help:"), ONE_RUN: ("orange", ":material/looks_one:"),
           MISSING: ("gray", ":material/hourglass_empty:")}
 PAGES = {"retrain": ("headprune_app/pages/retrain.py", "Prune & retrain"),
@@ -58,9 +60,19 @@ def cards(f: Findings) -> list[Card]:
     return memo[key]
 
 
-def verdict_counts(cards: list[Card]) -> dict[str, int]:
-    """How many cards have each verdict, every verdict listed."""
-    return {v: sum(c.verdict == v for c in cards) for v in VERDICTS}
+def summary(cards: list[Card]) -> None:
+    """The table the page opens with: one row per card (the claim in a line, this model's estimate and interval
+    beside the paper's number, the verdict, and the verdict after Holm and Benjamini-Hochberg), each card's id
+    linking to its card below; then the page's family-wise error in words."""
+    fam = family(cards)
+    rows = summary_rows(cards, fam)
+    cols = list(rows[0]) if rows else []
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = [f"[{r['card']}](#card-{r['card']})"] + [str(r[c]).replace("|", "\\|") for c in cols[1:]]
+        lines.append("| " + " | ".join(cells) + " |")
+    st.markdown("\n".join(lines))
+    st.caption(family_text(fam))
 
 
 def offer(f: Findings) -> None:
@@ -104,8 +116,9 @@ def calibration_frame(cards: list[Card]) -> pd.DataFrame:
         cal = c.calibration
         if cal is None:
             continue
-        rows.append({"card": c.key, "verdict": c.verdict, "false reproduced (goal <= 5%)": f"{cal['false_reproduced']:.1%}",
-                     "false not reproduced (goal <= 5%)": f"{cal['false_not_reproduced']:.1%}",
+        rows.append({"card": c.key, "verdict": c.verdict,
+                     "false reproduced (goal <= 5%)": f"{cal['false_reproduced_given_gate']:.1%}",
+                     "false not reproduced (goal <= 5%)": f"{cal['false_not_reproduced_given_gate']:.1%}",
                      "power": f"{cal['power']:.0%}", "goals missed": ", ".join(cal["goals_missed"]) or "none",
                      "draws": cal["draws"]})
     return pd.DataFrame(rows)
@@ -116,8 +129,9 @@ def render_card(card: Card) -> None:
     colour, icon = BADGES[card.verdict]
     with st.container(border=True):
         head, badge = st.columns([5, 2])
-        head.subheader(f"({card.key}) {card.title}")
+        head.subheader(f"({card.key}) {card.title}", anchor=f"card-{card.key}")
         badge.badge(card.verdict, icon=icon, color=colour)
+        st.markdown(f"**Verdict.** {card.verdict_text()}")
         st.markdown(f"**The paper.** {card.claim}")
         st.markdown(f"**Hypothesis.** {h.hypothesis}  \n**Statistic.** {h.statistic}  \n**Control.** {h.control}")
         if card.verdict == MISSING:

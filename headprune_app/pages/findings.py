@@ -18,9 +18,7 @@ if f.plan.model != sel.model:
     st.caption(f"The findings run on {f.plan.model}, the plan's model.")
 findings_view.offer(f)
 cards = cached.guarded(findings_view.cards, f, what="Cannot read the findings")
-counts = findings_view.verdict_counts(cards)
-for col, (verdict, n) in zip(st.columns(len(counts)), counts.items()):
-    col.metric(verdict, n)
+findings_view.summary(cards)
 findings_view.report_buttons(f, cards)
 for card in cards:
     findings_view.render_card(card)

@@ -7,9 +7,10 @@ import json
 import textwrap
 from dataclasses import replace
 
+from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import Card, Findings
 from headprune_core.findings.plan import findings_plan
-from headprune_core.findings.report import report_title, write_report
+from headprune_core.findings.report import calibration_line, family_text, report_title, summary_rows, write_report
 from headprune_core.plans.presets import find_plan
 
 
@@ -26,12 +27,17 @@ def cmd_findings(args) -> int:
     plan = found.plan
     cards = [found.card(c) for c in args.card] if args.card else found.cards()
     missing = found.missing()
+    fam = family(cards)
     if args.format == "json":
         print(json.dumps({"plan": plan.name, "model": plan.model, "missing_jobs": len(missing),
-                          "cards": [c.to_dict() for c in cards]}, indent=2))
+                          "cards": [c.to_dict() for c in cards], "family": fam}, indent=2))
         return 0
     print(f"Findings of plan {plan.name} ({plan.model}): {len(missing)} of {len(found.jobs)} results not computed "
           f"yet{' (headprune study ' + plan.name + ' computes them)' if missing else ''}.\n")
+    for row in summary_rows(cards, fam):
+        print(f"  {row['card']:>3}  {row['verdict']:<46} {row['here']}  (paper: {row['paper']}; after Holm: "
+              f"{row['after Holm']}, BH: {row['after BH']})")
+    print("\n" + textwrap.fill(family_text(fam), width=110) + "\n")
     for card in cards:
         print(card_text(card))
     return 0
@@ -45,20 +51,17 @@ def card_text(card: Card, width: int = 110) -> str:
     def para(label: str, text: str) -> str:
         return textwrap.fill(f"{label}: {text}", width=width, subsequent_indent="    ")
 
-    lines = [f"({h.id}) {h.title}: {card.verdict.upper()}", para("  paper", h.claim),
+    lines = [f"({h.id}) {h.title}: {card.verdict.upper()}", para("  verdict", card.verdict_text()),
+             para("  paper", h.claim),
              para("  hypothesis", h.hypothesis), para("  statistic", h.statistic), para("  control", h.control),
              para("  rule", h.rule.text())]
     if card.missing:
         lines.append(para("  not computed yet", "; ".join(card.missing)))
     else:
         lines.append(para("  measured", card.measured))
-        lines.append(para("  minimum detectable effect", f"{card.mde:.2f} {h.rule.unit} (paper: {h.paper_effect})"))
-        cal = card.calibration
-        lines.append(para("  how often this rule is wrong",
-                          f"false reproduced {cal['false_reproduced']:.1%}, false not reproduced "
-                          f"{cal['false_not_reproduced']:.1%} (goals <= 5%), power {cal['power']:.0%}, "
-                          f"{cal['draws']:,} draws" + (f"; misses {', '.join(cal['goals_missed'])}"
-                                                      if cal["goals_missed"] else "")))
+        lines.append(para("  minimum detectable effect (information, not a gate)",
+                          f"{card.mde:.2f} {h.rule.unit} (paper: {h.paper_effect})"))
+        lines.append(para("  how often this rule is wrong", calibration_line(card.calibration)))
         lines += [para("  note", n) for n in card.notes]
         lines.append(para("  protocol here", card.protocol))
     return "\n".join(lines) + "\n"

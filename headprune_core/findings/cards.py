@@ -15,15 +15,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from headprune_core.findings.calibration import DRAWS, calibrate, combine
+from headprune_core.encoders.models import EMBEDDED
+from headprune_core.findings.calibration import DRAWS, calibrate, card_p_value, combine
 from headprune_core.findings.evidence import Evidence, Retrain
 from headprune_core.findings.hypotheses import BY_ID, HYPOTHESES, Hypothesis
 from headprune_core.methods.inference import (
     INCONCLUSIVE,
     MISSING,
-    NOT_REPRODUCED,
     ONE_RUN,
+    OTHER_WAY,
     REPRODUCED,
+    SMALLER,
     VERDICTS,
     Estimate,
 )
@@ -31,8 +33,8 @@ from headprune_core.methods.similarity import spearman_matrix
 from headprune_core.methods.uncertainty import bootstrap_ci, ci_text, metric_of, run_estimate
 from headprune_core.runs.retrain import relative
 
-__all__ = ["Card", "Findings", "FAMILIES", "VERDICTS", "REPRODUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "ONE_RUN",
-           "MISSING"]
+__all__ = ["Card", "Findings", "FAMILIES", "VERDICTS", "REPRODUCED", "SMALLER", "OTHER_WAY", "INCONCLUSIVE",
+           "ONE_RUN", "MISSING", "model_label"]
 
 FAMILIES = {"en": "Germanic", "de": "Germanic", "nl": "Germanic", "es": "Romance", "fr": "Romance",
             "it": "Romance", "pt": "Romance", "tr": "Turkic"}
@@ -59,6 +61,9 @@ class Card:
     numbers: dict = field(default_factory=dict)
     calibration: dict | None = None
     draws: int = DRAWS  # simulated draws that measure the rule's error rates
+    model: str = ""  # the model the results are for, in words (the study's own)
+    data: str = ""  # the task and data, in words
+    reason: str = ""  # why the verdict is what it is, in a line
 
     key = property(lambda self: self.hypothesis.id)
     title = property(lambda self: self.hypothesis.title)
@@ -69,26 +74,42 @@ class Card:
 
     @property
     def mde(self) -> float | None:
-        """The largest minimum detectable effect of the card's parts (None before the results)."""
+        """The largest minimum detectable effect of the card's parts (None before the results); information
+        only, computed from the same runs: it never gates the verdict."""
         if not self.estimates:
             return None
         return max(e.mde(self.hypothesis.rule.kind) for e in self.estimates.values())
 
+    @property
+    def p(self) -> float | None:
+        """The one-sided p-value the card's *reproduced* rests on (None before the results)."""
+        return card_p_value(self.hypothesis, list(self.estimates.values())) if self.estimates else None
+
     def decide(self, estimates: dict[str, Estimate], *, draws: int | None = None) -> None:
-        """Set the estimates, the verdict of the rule (every part must hold) and its error rates, measured on
-        ``draws`` simulated draws at these sizes."""
+        """Set the estimates, the verdict of the rule from the intervals alone (every part must hold), its
+        reason, and its error rates, measured on ``draws`` simulated draws around these sizes."""
         self.estimates = estimates
         rule = self.hypothesis.rule
         self.verdict = str(combine([np.array([rule.decide(e)], dtype=object) for e in estimates.values()])[0])
+        self.reason = "; ".join((f"{name}: " if name else "") + rule.reason(e) for name, e in estimates.items())
         self.calibration = calibrate(self.hypothesis, list(estimates.values()), draws=draws or self.draws)
-        against = [name or "the estimate" for name, e in estimates.items() if e.se > 0 and e.interval()[1] < 0]
-        if self.verdict == INCONCLUSIVE and rule.kind == "superiority" and against:
-            self.notes.append(f"The 95% interval of {', '.join(against)} lies wholly below 0: these runs point the "
-                              "other way, and the interval alone would rule out the paper's effect. The verdict "
-                              "stays inconclusive because the rule, fixed before the data, also asks for a minimum "
-                              "detectable effect no larger than the paper's, and this few runs with this spread do "
-                              "not reach it (the spread itself is estimated from the same few runs). "
-                              "More training runs (findings-full) decide.")
+
+    def verdict_text(self) -> str:
+        """The verdict in words that name this model and data beside the paper's: a *not reproduced* reads as
+        "smaller on this model and data", never as a refutation of the paper."""
+        h = self.hypothesis
+        here = " and ".join(x for x in (self.model, self.data) if x) or "this model and data"
+        if self.verdict == SMALLER:
+            return f"Not reproduced: smaller on {here} than the paper's {h.paper_effect}."
+        if self.verdict == OTHER_WAY:
+            way = "a difference larger than the margin" if h.rule.kind == "equivalence" else "the opposite sign"
+            return (f"The other way on {here}: {way}, where the paper reports {h.paper_effect}. A result about this "
+                    "model and data, not a refutation of the paper.")
+        if self.verdict == REPRODUCED:
+            return f"Reproduced on {here} (the paper: {h.paper_effect})."
+        if self.verdict == MISSING:
+            return "Not computed yet."
+        return f"Inconclusive on {here}: {self.reason}."
 
     def estimate_text(self) -> str:
         """``"+0.42 [-0.31, +1.15] (3 runs; MDE 1.9 points vs the paper's 0.91)"`` per part."""
@@ -97,7 +118,8 @@ class Card:
         for name, e in self.estimates.items():
             low, high = e.interval()
             parts.append(f"{name + ': ' if name else ''}{e.diff:+.2f} [{low:+.2f}, {high:+.2f}] {h.rule.unit} "
-                         f"({e.n_runs} run{'s' if e.n_runs != 1 else ''}, MDE {e.mde(h.rule.kind):.2f})")
+                         f"({e.n_runs} run{'s' if e.n_runs != 1 else ''}, {e.df:.0f} df; MDE {e.mde(h.rule.kind):.2f}, "
+                         "information only)")
         target = "the paper's effect" if h.rule.kind == "superiority" else "the margin"
         return "; ".join(parts) + f"; {target} {h.rule.target:g} {h.rule.unit}"
 
@@ -108,13 +130,23 @@ class Card:
                 "statistic": h.statistic, "control": h.control, "rule": h.rule.text(), "kind": h.rule.kind,
                 "margin": h.rule.margin, "effect": h.rule.effect, "unit": h.rule.unit,
                 "paper_effect": h.paper_effect, "mde": self.mde, "verdict": self.verdict,
+                "verdict_text": self.verdict_text(), "reason": self.reason, "p": self.p, "model": self.model,
+                "data": self.data,
                 "numbers": {"estimates": {name or "all": e.to_dict() for name, e in self.estimates.items()},
                             **self.numbers},
                 "calibration": None if self.calibration is None else {
-                    k: self.calibration[k] for k in ("false_reproduced", "false_not_reproduced", "power", "draws",
-                                                     "goals_missed", "rates")},
+                    k: self.calibration[k] for k in ("false_reproduced", "false_not_reproduced",
+                                                     "false_reproduced_given_gate", "false_not_reproduced_given_gate",
+                                                     "power", "draws", "goals_missed", "rates", "sizes")},
                 "measured": self.measured, "protocol": self.protocol, "missing": self.missing, "notes": self.notes,
                 "rows": self.rows, "page": h.page}
+
+
+def model_label(model_id: str) -> str:
+    """The study's model in words: ``"me5-small (4-bit, dequantised to fp32)"`` for an embedded quantised model,
+    else its id."""
+    entry = EMBEDDED.get(model_id)
+    return f"{model_id} ({entry.quantised})" if entry and entry.quantised else model_id
 
 
 def _mean(values):
@@ -136,7 +168,8 @@ class Findings(Evidence):
         self.draws = draws
 
     def _card(self, card_id: str) -> Card:
-        return Card(BY_ID[card_id], draws=self.draws)
+        return Card(BY_ID[card_id], draws=self.draws, model=model_label(self.study.model_id),
+                    data=f"{self.task.upper()}, {self.source} source")
 
     def cards(self) -> list[Card]:
         return [getattr(self, f"card_{h.id}")() for h in HYPOTHESES]
@@ -151,8 +184,7 @@ class Findings(Evidence):
         return (f"{ex.task.upper()}, {rc.finetune.setting}-lingual, trained on {rc.finetune.max_train_sentences} "
                 f"sentences x {rc.finetune.epochs:g} epochs per run, {len(ex.seeds)} training seeds "
                 f"({', '.join(map(str, ex.seeds))}), test sentences per language "
-                f"{', '.join(f'{lang} {ex.n_test(lang)}' for lang in ex.langs)}; me5-small, 4-bit quantised, not "
-                "mBERT/XLM-R.")
+                f"{', '.join(f'{lang} {ex.n_test(lang)}' for lang in ex.langs)}; {model_label(self.study.model_id)}.")
 
     def _small_tests(self, ex: Retrain) -> list[str]:
         small = [f"{lang} ({ex.n_test(lang)})" for lang in ex.langs if ex.n_test(lang) < SMALL_TEST]

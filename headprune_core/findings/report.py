@@ -19,20 +19,22 @@ import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 
+from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
     MISSING,
-    NOT_REPRODUCED,
     ONE_RUN,
+    OTHER_WAY,
     REPRODUCED,
+    SMALLER,
     VERDICTS,
     Card,
     Findings,
 )
 
 FORMATS = ("html", "md")
-COLOURS = {REPRODUCED: "#1a7f37", NOT_REPRODUCED: "#cf222e", INCONCLUSIVE: "#bf8700", ONE_RUN: "#bf8700",
-           MISSING: "#6e7781"}
+COLOURS = {REPRODUCED: "#1a7f37", SMALLER: "#8250df", OTHER_WAY: "#cf222e", INCONCLUSIVE: "#bf8700",
+           ONE_RUN: "#bf8700", MISSING: "#6e7781"}
 
 
 def plotly_js() -> str:
@@ -98,12 +100,18 @@ def _e(text) -> str:
     return html.escape(str(text))
 
 
-def _table_html(rows: list[dict]) -> str:
+def _table_html(rows: list[dict], *, link: str = "") -> str:
+    """A table; with ``link``, that column's cells link to ``#card-<value>``."""
     if not rows:
         return ""
     cols = list(dict.fromkeys(k for r in rows for k in r))
     head = "".join(f"<th>{_e(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{_e(_cell(r.get(c, '')))}</td>" for c in cols) + "</tr>" for r in rows)
+
+    def td(r, c):
+        text = _e(_cell(r.get(c, "")))
+        return f'<td><a href="#card-{text}">{text}</a></td>' if c == link else f"<td>{text}</td>"
+
+    body = "".join("<tr>" + "".join(td(r, c) for c in cols) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -111,10 +119,43 @@ def _cell(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def _calibration_text(cal: dict) -> str:
+def calibration_line(cal: dict) -> str:
+    """How often a card's rule is wrong, in a line (the rates among the draws that passed its gates)."""
     missed = f"; misses {', '.join(cal['goals_missed'])}" if cal.get("goals_missed") else "; meets both goals"
-    return (f"false reproduced {cal['false_reproduced']:.1%}, false not reproduced {cal['false_not_reproduced']:.1%} "
-            f"(goals <= 5%), power {cal['power']:.0%}, {cal['draws']:,} simulated draws{missed}")
+    return (f"false reproduced {cal['false_reproduced_given_gate']:.1%}, false not reproduced "
+            f"{cal['false_not_reproduced_given_gate']:.1%} (goals <= 5%, among the draws that passed the rule's "
+            f"gates; over all draws {cal['false_reproduced']:.1%} and {cal['false_not_reproduced']:.1%}), power at "
+            f"the paper's effect {cal['power']:.0%}, {cal['draws']:,} simulated draws around this card's sizes"
+            f"{missed}")
+
+
+def summary_rows(cards: list[Card], fam: dict | None = None) -> list[dict]:
+    """One row per card for the table a page opens with: the claim in a line, this model's estimate and
+    interval beside the paper's number, the verdict, and the verdict after Holm (within the paper) and
+    Benjamini-Hochberg (across cards)."""
+    adjusted = (fam or {}).get("cards", {})
+    rows = []
+    for c in cards:
+        here = "not computed yet"
+        if c.estimates:
+            here = "; ".join(f"{name + ': ' if name else ''}{e.diff:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+                             for name, e in c.estimates.items() for lo, hi in [e.interval()])
+            here += f" {c.hypothesis.rule.unit}, {min(e.n_runs for e in c.estimates.values())} runs"
+        adj = adjusted.get(c.key, {})
+        rows.append({"card": c.key, "claim": c.title, "here": here, "paper": c.hypothesis.paper_effect,
+                     "verdict": c.verdict, "after Holm": adj.get("verdict_holm", "-"),
+                     "after BH": adj.get("verdict_bh", "-")})
+    return rows
+
+
+def family_text(fam: dict) -> str:
+    """The page's family-wise error, in words."""
+    return (f"The page as a whole: if every claim were false at its boundary, at least one of the "
+            f"{fam['n_calibrated']} cards would read 'reproduced' with probability {fam['false_reproduced_any']:.0%} "
+            f"(each card's measured rate, the cards taken as independent; union bound {fam['bound']:.0%}). Holm "
+            f"within each of the {fam['families']} papers' families keeps that at most {fam['after_holm']:.0%}; "
+            "Benjamini-Hochberg across cards keeps the expected share of false 'reproduced' among those shown at "
+            "most 2.5%. The table shows the verdicts after each.")
 
 
 def _card_html(card: Card, figure_id: str) -> str:
@@ -122,7 +163,7 @@ def _card_html(card: Card, figure_id: str) -> str:
     colour = COLOURS.get(card.verdict, "#0969da")
     parts = [f'<section class="card" id="card-{_e(card.key)}" data-verdict="{_e(card.verdict)}">',
              f'<h2>({_e(card.key)}) {_e(card.title)} <span class="badge" style="background:{colour}">'
-             f"{_e(card.verdict)}</span></h2>",
+             f"{_e(card.verdict)}</span></h2>", f"<p><b>Verdict.</b> {_e(card.verdict_text())}</p>",
              f"<p><b>The paper</b> ({_e(card.paper)}). {_e(card.claim)}</p>",
              f"<p><b>Hypothesis.</b> {_e(h.hypothesis)}<br><b>Statistic.</b> {_e(h.statistic)}<br>"
              f"<b>Control.</b> {_e(h.control)}</p>"]
@@ -132,15 +173,15 @@ def _card_html(card: Card, figure_id: str) -> str:
         parts.append(f"<p><b>Here.</b> {_e(card.measured)}</p>")
         parts.append(f"<p><b>Estimate.</b> {_e(card.estimate_text())}</p>")
         if card.mde is not None:
-            parts.append(f"<p><b>Minimum detectable effect.</b> {card.mde:.2f} {_e(h.rule.unit)} "
-                         f"(the paper: {_e(h.paper_effect)})</p>")
+            parts.append(f"<p><b>Minimum detectable effect</b> (information, not a gate). {card.mde:.2f} "
+                         f"{_e(h.rule.unit)} (the paper: {_e(h.paper_effect)})</p>")
         parts += [f"<p class='note'>{_e(n)}</p>" for n in card.notes]
         if figure_id:
             parts.append(f'<div class="chart" id="{figure_id}"></div>')
         parts.append(_table_html(card.rows))
     parts.append(f"<p><b>Rule.</b> {_e(card.rule)}</p>")
     if card.calibration is not None:
-        parts.append(f"<p><b>How often this rule is wrong.</b> {_e(_calibration_text(card.calibration))}</p>")
+        parts.append(f"<p><b>How often this rule is wrong.</b> {_e(calibration_line(card.calibration))}</p>")
     if card.protocol:
         parts.append(f"<p><b>Protocol here.</b> {_e(card.protocol)}</p>")
     parts.append("</section>")
@@ -161,11 +202,6 @@ th { background: #f6f8fa; }
 """
 
 
-def _summary_rows(cards: list[Card]) -> list[dict]:
-    return [{"card": c.key, "title": c.title, "paper": c.paper, "verdict": c.verdict,
-             "estimate": c.estimate_text() if c.estimates else "not computed yet"} for c in cards]
-
-
 def _safe_json(value) -> str:
     """JSON for an inline ``<script>``: no ``</`` can close the tag early."""
     return json.dumps(value).replace("</", "<\\/")
@@ -182,9 +218,11 @@ def report_html(cards: list[Card], *, title: str, intro: str = "", created: date
             figures[ids[-1]] = fig
     counts = {v: sum(c.verdict == v for c in cards) for v in VERDICTS}
     count_text = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    fam = family(cards)
     body = [f"<h1>{_e(title)}</h1>", f"<p>{_e(intro)}</p>" if intro else "",
             f"<p>{len(cards)} cards: {_e(count_text)}. Written {created:%Y-%m-%d %H:%M} UTC by headprune.</p>",
-            _table_html(_summary_rows(cards)), *(_card_html(c, fid) for c, fid in zip(cards, ids))]
+            _table_html(summary_rows(cards, fam), link="card"), f"<p class='note'>{_e(family_text(fam))}</p>",
+            *(_card_html(c, fid) for c, fid in zip(cards, ids))]
     script = ("const FIGURES = " + _safe_json(figures) + ";\n"
               "for (const [id, fig] of Object.entries(FIGURES)) {\n"
               "  Plotly.newPlot(id, fig.data, fig.layout, {responsive: true, displaylogo: false});\n}\n")
@@ -215,10 +253,13 @@ def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: 
     lines = [f"# {_md(title)}", ""]
     if intro:
         lines += [_md(intro), ""]
-    lines += [f"Written {created:%Y-%m-%d %H:%M} UTC by headprune.", "", *_table_md(_summary_rows(cards))]
+    fam = family(cards)
+    lines += [f"Written {created:%Y-%m-%d %H:%M} UTC by headprune.", "", *_table_md(summary_rows(cards, fam)),
+              _md(family_text(fam)), ""]
     for card in cards:
         h = card.hypothesis
-        lines += [f"## ({card.key}) {_md(card.title)}: {card.verdict}", "",
+        lines += [f"## ({card.key}) {_md(card.title)}: {card.verdict}", "", f"**Verdict.** {_md(card.verdict_text())}",
+                  "",
                   f"**The paper** ({_md(card.paper)}). {_md(card.claim)}", "",
                   f"**Hypothesis.** {_md(h.hypothesis)}  ", f"**Statistic.** {_md(h.statistic)}  ",
                   f"**Control.** {_md(h.control)}", ""]
@@ -230,14 +271,14 @@ def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: 
                              for name, e in card.estimates.items())
             lines += [f"**Training runs.** {runs}", ""]
             if card.mde is not None:
-                lines += [f"**Minimum detectable effect.** {card.mde:.2f} {h.rule.unit} (the paper: "
+                lines += [f"**Minimum detectable effect** (information, not a gate). {card.mde:.2f} {h.rule.unit} (the paper: "
                           f"{_md(h.paper_effect)})", ""]
             for note in card.notes:
                 lines += [f"*{_md(note)}*", ""]
             lines += _table_md(card.rows)
         lines += [f"**Rule.** {_md(card.rule)}", ""]
         if card.calibration is not None:
-            lines += [f"**How often this rule is wrong.** {_calibration_text(card.calibration)}", ""]
+            lines += [f"**How often this rule is wrong.** {calibration_line(card.calibration)}", ""]
         if card.protocol:
             lines += [f"**Protocol here.** {_md(card.protocol)}", ""]
     return "\n".join(lines)
@@ -248,7 +289,8 @@ def report_title(found: Findings) -> tuple[str, str]:
     missing = len(found.missing())
     title = f"headprune findings: plan {found.plan.name} ({found.plan.model})"
     intro = (f"{found.plan.description} Each card tests one claim of the papers behind headprune, stated before "
-             "the data, with training runs as the unit of uncertainty; 'inconclusive' means this data cannot tell.")
+             "the data, with training runs as the unit of uncertainty; 'inconclusive' means this data cannot tell, and "
+             "'not reproduced' means smaller on this model and data, not a refutation of the paper.")
     if missing:
         intro += f" {missing} of {len(found.jobs)} results are not computed yet (headprune study {found.plan.name})."
     return title, intro

@@ -1,30 +1,32 @@
-"""Decisions a statistician would sign: a difference measured over training runs, a superiority or an
-equivalence rule stated before the data, its minimum detectable effect, and a verdict.
+"""Decisions a statistician would sign: a difference measured over training runs and test sentences, its
+variance counted once, a superiority or an equivalence rule stated before the data, and a verdict that says
+which way the data point.
 
-The unit of replication is the training run. An :class:`Estimate` is a difference ``B - A`` (metric points,
-oriented so that the claim says it is positive, or small for an equivalence claim) measured in ``S`` training
-runs on the same test sentences, paired by run: ``runs`` holds the per-run differences. Its standard error has
-two parts: runs differ (``var(runs) / S``) and the test sentences are a sample (``se_sentences``: the standard
-deviation of the run-mean difference over sentence resamples, a paired bootstrap). Intervals take Student's t
-with ``S - 1`` degrees of freedom, which is conservative for the sentence part; with ``se_sentences = 0`` they are
-exactly scipy's one-sample t interval of the per-run differences, and the equivalence rule is statsmodels'
-paired TOST.
+The unit of replication is the training run. An :class:`Estimate` is a difference ``B - A`` (oriented so that
+the claim says it is positive, or small for an equivalence claim) measured in ``R`` training runs on the same
+test sentences, paired by run: ``runs`` holds the per-run values. Its variance comes from a two-way crossed
+random-effects ANOVA of the per-(run, sentence) values of the statistic (:func:`crossed_parts`): runs, test
+sentences (within each test set) and their interaction, each counted once. The arms of a difference share
+their training seed, so the run effect they share cancels inside each run's value; what is left of the runs'
+spread takes ``R - 1`` degrees of freedom, the sentence and run-by-sentence parts take theirs from every
+(run, sentence) cell of every test set, and Satterthwaite's approximation combines them. With no sentence data
+(a statistic computed per run only) the interval is exactly scipy's one-sample t interval of the per-run values.
 
-A :class:`Rule` decides:
+A :class:`Rule` decides from the 95% interval alone; the minimum detectable effect is shown as information,
+never as a gate (computed from the same runs it would judge, it is post-hoc power, and a gate on it hides
+results and raises the error among the cards it lets through):
 
-- **superiority** (the claim: the difference is positive; the paper's effect is ``effect``): *reproduced* when
-  the 95% interval is above 0; *not reproduced* when it is below the paper's effect (the data rule out an effect
-  that large, including any effect the other way); otherwise *inconclusive at this data size*.
+- **superiority** (the claim: the difference is positive; the paper's effect is ``effect``): *reproduced*
+  when the interval is above 0; *the other way* when it lies wholly below 0; *not reproduced: smaller here than
+  the paper's* when it lies below the paper's effect but not wholly below 0; otherwise *inconclusive*.
 - **equivalence** (the claim: the difference is within ``+-margin``, "about as good as", "keeps the metric"):
-  *reproduced* when the 95% interval lies inside ``+-margin`` (two one-sided tests at 2.5% each: at 5% they
-  would have no slack for the liberal degrees of freedom of three runs, measured at 6% false *reproduced*);
-  *not reproduced* when the 95% interval lies wholly outside it; otherwise *inconclusive at this data size*.
+  *reproduced* when the interval lies inside ``+-margin`` (two one-sided tests at 2.5% each); *the other way*
+  when it lies wholly outside (a difference larger than the margin); otherwise *inconclusive*.
 
-Before either, two gates: fewer than ``min_runs`` training runs is *inconclusive: one training run* (there is no
-replication, whatever the sentences say), and a **minimum detectable effect** (80% power, 5% level) larger than
-the paper's effect (superiority) or than the margin (equivalence) is *inconclusive at this data size*, whatever
-the point estimate. A difference with no spread at all (every run and every sentence the same, as when the dev
-split picks the unpruned model in every run) has no interval to decide from: also *inconclusive at this data size*. :func:`simulate` measures how often a rule is wrong when a known truth is planted.
+One gate is fixed before the data: fewer than ``min_runs`` training runs is *inconclusive: one training run*
+(no replication, whatever the sentences say). A difference with no spread at all (every run and sentence the
+same, as when the dev split picks the unpruned model in every run) has no interval: *inconclusive*.
+:func:`draw_verdicts` measures how often a rule is wrong when a known truth is planted, per sentence.
 """
 
 from __future__ import annotations
@@ -32,16 +34,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Sequence
 
 import numpy as np
 
 REPRODUCED = "reproduced"
-NOT_REPRODUCED = "not reproduced"
-INCONCLUSIVE = "inconclusive at this data size"
+SMALLER = "not reproduced: smaller here than the paper's"
+OTHER_WAY = "the other way"
+INCONCLUSIVE = "inconclusive"
 ONE_RUN = "inconclusive: one training run"
 MISSING = "not computed yet"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, ONE_RUN, MISSING)
+VERDICTS = (REPRODUCED, SMALLER, OTHER_WAY, INCONCLUSIVE, ONE_RUN, MISSING)
+DECIDED = (REPRODUCED, SMALLER, OTHER_WAY)
+AGAINST = (SMALLER, OTHER_WAY)  # verdicts that say the paper's effect is not here
 
 ALPHA = 0.05
 POWER = 0.8
@@ -52,6 +57,11 @@ MAX_DF = 1000.0  # beyond this Student's t is the normal to 3 decimals
 def _t(q: float, df):
     from scipy import stats  # here: scipy.stats takes 1.5 s to import; only a verdict needs it
     return stats.t.ppf(q, df)
+
+
+def _t_sf(x, df):
+    from scipy import stats  # here: as _t
+    return stats.t.sf(x, df)
 
 
 _DF_GRID = np.geomspace(1.0, MAX_DF, 240)
@@ -69,7 +79,7 @@ def mde_factor(df, *, alpha: float = ALPHA, power: float = POWER, kind: str = "s
     """How many standard errors the minimum detectable effect is at ``df`` degrees of freedom (a number or an
     array). Superiority: statsmodels' one-sample t-test power (noncentral t, two-sided) at ``df + 1``
     observations, as ``d * sqrt(df + 1)`` (2.8 for many). Equivalence: the margin at which two one-sided tests
-    have ``power`` when the truth is 0, ``t(1 - alpha) + t(1 - (1 - power) / 2)``."""
+    at ``alpha / 2`` each have ``power`` when the truth is 0, ``t(1 - alpha / 2) + t(1 - (1 - power) / 2)``."""
     df = np.asarray(df, dtype=float)
     if kind == "equivalence":
         out = _t(1 - alpha / 2, df) + _t(1 - (1 - power) / 2, df)
@@ -80,33 +90,111 @@ def mde_factor(df, *, alpha: float = ALPHA, power: float = POWER, kind: str = "s
     return out if out.ndim else float(out)
 
 
+def satterthwaite(terms: Sequence[tuple], *, floor: float = 1.0):
+    """Welch-Satterthwaite degrees of freedom of a sum of variance terms ``(value, df)`` (values may be arrays of
+    one shape; a term with a negative coefficient enters with its negative value): ``(sum v)^2 / sum(v^2 / df)``,
+    clipped to ``[floor, MAX_DF]``."""
+    num = sum(np.asarray(v, dtype=float) for v, _ in terms)
+    den = sum(np.asarray(v, dtype=float) ** 2 / max(1.0, d) for v, d in terms)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(den > 0, num ** 2 / np.where(den > 0, den, 1), MAX_DF)
+    df = np.clip(df, floor, MAX_DF)
+    return df if df.ndim else float(df)
+
+
 def satterthwaite_df(sd_runs, n_runs: int, se_sentences, n_sentences: int | None):
-    """Welch-Satterthwaite degrees of freedom of ``sd_runs**2 / n_runs + se_sentences**2``: ``n_runs - 1`` for the
-    run part, ``n_sentences - 1`` (infinite when None) for the sentence part."""
+    """Degrees of freedom of ``sd_runs**2 / n_runs + se_sentences**2``: ``n_runs - 1`` for the run part,
+    ``n_sentences - 1`` (infinite when None) for the sentence part; at least ``n_runs - 1``."""
     a = np.asarray(sd_runs, dtype=float) ** 2 / n_runs
     b = np.asarray(se_sentences, dtype=float) ** 2
-    sent = 0.0 if n_sentences is None else b ** 2 / max(1, n_sentences - 1)
-    denom = a ** 2 / max(1, n_runs - 1) + sent
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = np.where(denom > 0, (a + b) ** 2 / np.where(denom > 0, denom, 1), np.inf)
-    df = np.clip(df, max(1, n_runs - 1), MAX_DF)
-    return df if df.ndim else float(df)
+    return satterthwaite([(a, n_runs - 1), (b, MAX_DF if n_sentences is None else n_sentences - 1)],
+                         floor=max(1, n_runs - 1))
+
+
+def crossed_parts(stat, blocks: Sequence[np.ndarray]) -> dict:
+    """The variance of the mean over runs of ``stat`` from a two-way crossed random-effects ANOVA: runs crossed
+    with the test sentences of each test set.
+
+    Args:
+        stat: the per-run values of the statistic, shape ``(..., R)`` (leading axes: independent replicates, as
+            in a simulation).
+        blocks: per test set, the per-(run, sentence) values whose mean over sentences is that test set's part
+            of the statistic (linearised: ``stat[r] = const + sum over sets of blocks[t][r].mean()``), shape
+            ``(..., R, n_t)``.
+
+    Returns ``{"var", "df", "run", "sentences", "residual"}`` (arrays of the leading shape). With ``MS_run``,
+    ``MS_sent`` and ``MS_res`` the mean squares of a balanced two-way table, the variance of the grand mean is
+    ``(MS_run + MS_sent - MS_res) / (R n)``: ``run`` is the runs' part (the per-run values' variance over
+    ``R``: ``R - 1`` df), ``sentences`` the run-averaged sentences' part (``n_t - 1`` df each) and ``residual``
+    the run-by-sentence part both of those hold once (``(R - 1)(n_t - 1)`` df each), subtracted once. Each
+    variance component is kept non-negative (a negative estimate is set to 0, as a REML fit would), and the
+    degrees of freedom are Satterthwaite's of the mean squares actually used.
+    """
+    stat = np.asarray(stat, dtype=float)
+    n_runs = stat.shape[-1]
+    run = stat.var(axis=-1, ddof=1) / n_runs if n_runs > 1 else np.zeros(stat.shape[:-1])
+    sent_terms, res_terms = [], []
+    for block in blocks:
+        block = np.asarray(block, dtype=float)
+        n = block.shape[-1]
+        if n < 2:
+            continue
+        cols = block.mean(axis=-2)  # (..., n): each sentence's mean over runs
+        sent_terms.append((cols.var(axis=-1, ddof=1) / n, n - 1))
+        if n_runs > 1:
+            inter = block - block.mean(axis=-1, keepdims=True) - cols[..., None, :] + cols.mean(axis=-1)[..., None, None]
+            ms_res = (inter ** 2).sum(axis=(-2, -1)) / ((n_runs - 1) * (n - 1))
+            res_terms.append((ms_res / (n_runs * n), (n_runs - 1) * (n - 1)))
+    zero = np.zeros(stat.shape[:-1])
+    sentences = sum((v for v, _ in sent_terms), zero)
+    residual = sum((v for v, _ in res_terms), zero)
+    run_on = run - residual > 0
+    sent_on = sentences - residual > 0
+    # the mean squares each case sums: both components positive: run + sentences - residual; one clipped to 0:
+    # the other's mean square alone holds it and the residual; both clipped: the residual alone
+    var = np.where(run_on & sent_on, run + sentences - residual,
+                   np.where(run_on, run, np.where(sent_on, sentences, residual)))
+    run_terms = [(run, n_runs - 1)] if n_runs > 1 else []
+    neg = [(-v, d) for v, d in res_terms]
+    df_both = satterthwaite(run_terms + sent_terms + neg) if run_terms and sent_terms else MAX_DF
+    df_run = satterthwaite(run_terms) if run_terms else MAX_DF
+    df_sent = satterthwaite(sent_terms) if sent_terms else MAX_DF
+    df_res = satterthwaite(res_terms) if res_terms else MAX_DF
+    df = np.where(run_on & sent_on, df_both, np.where(run_on, df_run, np.where(sent_on, df_sent, df_res)))
+    if not blocks or not sent_terms:  # runs only
+        var, df = run, np.full(stat.shape[:-1], float(max(1, n_runs - 1)))
+    return {"var": var, "df": np.clip(df, 1.0, MAX_DF), "run": run, "sentences": sentences, "residual": residual}
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A paired difference over training runs: ``runs`` the per-run differences (same test sentences, paired by
-    run), ``se_sentences`` the sentence-sampling standard error of their mean (0 when the statistic has no
-    sentence sampling, or it is inside ``runs`` already) over ``n_sentences`` test sentences."""
+    """A paired difference over training runs: ``runs`` the per-run values (same test sentences, paired by run).
+
+    Its variance is either ``components`` (from :func:`crossed_parts`: ``{"var", "df", "run", "sentences",
+    "residual", "n_sentences"}``), or, when built by hand, the runs' spread plus an independent sentence part
+    ``se_sentences`` over ``n_sentences`` sentences (0: the statistic has no sentence sampling)."""
 
     runs: tuple[float, ...]
     se_sentences: float = 0.0
     n_sentences: int | None = None
+    components: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self):
         if not self.runs:
             raise ValueError("an estimate needs at least one run")
         object.__setattr__(self, "runs", tuple(float(r) for r in self.runs))
+        object.__setattr__(self, "components", tuple((str(k), float(v)) for k, v in dict(self.components).items()))
+
+    @classmethod
+    def crossed(cls, runs: Sequence[float], blocks: Sequence[np.ndarray]) -> Estimate:
+        """The estimate of per-run values ``runs`` with the variance of :func:`crossed_parts` on ``blocks``."""
+        parts = crossed_parts(np.asarray(runs, dtype=float), blocks)
+        n = min((np.shape(b)[-1] for b in blocks), default=None)
+        return cls(tuple(runs), n_sentences=n, components=tuple((k, float(v)) for k, v in parts.items()))
+
+    @property
+    def parts(self) -> dict[str, float]:
+        return dict(self.components)
 
     @property
     def diff(self) -> float:
@@ -122,11 +210,15 @@ class Estimate:
 
     @property
     def se(self) -> float:
+        if self.components:
+            return math.sqrt(max(0.0, self.parts["var"]))
         return math.sqrt(self.sd_runs ** 2 / self.n_runs + self.se_sentences ** 2)
 
     @property
     def df(self) -> float:
-        """Welch-Satterthwaite degrees of freedom (``n_runs - 1`` when the runs' spread is all there is)."""
+        """Satterthwaite's degrees of freedom (``n_runs - 1`` when the runs' spread is all there is)."""
+        if self.components:
+            return float(self.parts["df"])
         return satterthwaite_df(self.sd_runs, self.n_runs, self.se_sentences, self.n_sentences)
 
     def interval(self, level: float = 1 - ALPHA) -> tuple[float, float]:
@@ -136,21 +228,33 @@ class Estimate:
 
     def mde(self, kind: str = "superiority") -> float:
         """The smallest true difference this many runs and sentences detect with 80% power at the 5% level
-        (for ``kind="equivalence"``: the smallest margin inside which a true 0 is shown with 80% power)."""
+        (for ``kind="equivalence"``: the smallest margin inside which a true 0 is shown with 80% power).
+        Information only: computed from the data it would judge, it never gates a verdict."""
         return float(mde_factor(self.df, kind=kind)) * self.se
+
+    def size(self) -> dict:
+        """What a simulation needs to redraw data of this shape: runs, sentences and the variance parts of
+        the mean (run, sentence and run-by-sentence; the by-hand form counts its sentence part as sentences)."""
+        if self.components:
+            p = self.parts
+            return {"n_runs": self.n_runs, "n_sentences": self.n_sentences,
+                    "run": max(0.0, p["run"] - p["residual"]), "sentences": max(0.0, p["sentences"] - p["residual"]),
+                    "residual": p["residual"]}
+        return {"n_runs": self.n_runs, "n_sentences": self.n_sentences if self.se_sentences else None,
+                "run": self.sd_runs ** 2 / self.n_runs, "sentences": self.se_sentences ** 2, "residual": 0.0}
 
     def to_dict(self) -> dict:
         low, high = self.interval()
         return {"diff": self.diff, "low": low, "high": high, "se": self.se, "df": self.df, "runs": list(self.runs),
-                "n_runs": self.n_runs, "sd_runs": self.sd_runs, "se_sentences": self.se_sentences,
-                "n_sentences": self.n_sentences}
+                "n_runs": self.n_runs, "sd_runs": self.sd_runs, "n_sentences": self.n_sentences,
+                "variance": self.size()}
 
 
 @dataclass(frozen=True)
 class Rule:
     """A decision rule stated before the data. ``kind``: ``"superiority"`` (the claim: the difference is
-    positive; ``effect`` is the paper's effect in the statistic's unit, what the MDE must reach) or
-    ``"equivalence"`` (the claim: within ``+-margin``)."""
+    positive; ``effect`` is the paper's effect in the statistic's unit) or ``"equivalence"`` (the claim: within
+    ``+-margin``)."""
 
     kind: Literal["superiority", "equivalence"]
     effect: float = 0.0
@@ -168,30 +272,48 @@ class Rule:
 
     @property
     def target(self) -> float:
-        """What the MDE is compared with: the paper's effect, or the margin."""
+        """The paper's effect, or the margin."""
         return self.effect if self.kind == "superiority" else self.margin
 
     def decide(self, est: Estimate) -> str:
         return str(decide(self, est.diff, est.se, est.df, est.n_runs))
+
+    def p_value(self, est: Estimate) -> float:
+        return float(p_value(self, est.diff, est.se, est.df))
+
+    def reason(self, est: Estimate) -> str:
+        """Why the verdict is what it is, in a line (for an inconclusive card, its reason)."""
+        verdict = self.decide(est)
+        low, high = est.interval()
+        iv = f"the 95% interval [{low:+.2f}, {high:+.2f}] {self.unit}"
+        if verdict == ONE_RUN:
+            return f"{est.n_runs} training run(s): fewer than {self.min_runs}, no replication"
+        if est.se == 0:
+            return "no spread at all (every run and sentence the same): no interval to decide from"
+        if self.kind == "superiority":
+            return {REPRODUCED: f"{iv} lies above 0",
+                    OTHER_WAY: f"{iv} lies wholly below 0: the data point the other way",
+                    SMALLER: f"{iv} lies below the paper's {self.effect:+g} but holds 0: smaller here"}.get(
+                verdict, f"{iv} holds both 0 and the paper's {self.effect:+g}")
+        return {REPRODUCED: f"{iv} lies inside +-{self.margin:g}",
+                OTHER_WAY: f"{iv} lies wholly outside +-{self.margin:g}: a difference larger than the margin"}.get(
+            verdict, f"{iv} crosses the margin +-{self.margin:g}")
 
     def mde(self, est: Estimate) -> float:
         return est.mde(self.kind)
 
     def text(self) -> str:
         """The rule in words, for the card."""
-        gates = (f"Fewer than {self.min_runs} training runs: inconclusive (no replication). Minimum detectable "
-                 f"effect (80% power, 5% level) above {self._target_text()}, or no spread at all: inconclusive at "
-                 "this data size. ")
+        gate = (f"Fewer than {self.min_runs} training runs: inconclusive (no replication); no spread at all: "
+                "inconclusive. ")
         if self.kind == "superiority":
-            return gates + (f"Otherwise reproduced when the 95% interval is above 0; not reproduced when it is "
-                            f"below the paper's effect ({self.effect:+g} {self.unit}); else inconclusive.")
-        return gates + (f"Otherwise reproduced when the 95% interval lies inside +-{self.margin:g} {self.unit} "
-                        "(two one-sided tests at 2.5%); not reproduced when it lies wholly outside; else "
-                        "inconclusive.")
-
-    def _target_text(self) -> str:
-        return (f"the paper's effect ({self.effect:g} {self.unit})" if self.kind == "superiority"
-                else f"the margin ({self.margin:g} {self.unit})")
+            return gate + ("Otherwise, from the 95% interval alone: reproduced when it is above 0; the other way "
+                           f"when it lies wholly below 0; not reproduced (smaller here) when it lies below the "
+                           f"paper's effect ({self.effect:+g} {self.unit}) but holds 0; else inconclusive. The "
+                           "minimum detectable effect is shown, never a gate.")
+        return gate + (f"Otherwise, from the 95% interval alone: reproduced when it lies inside +-{self.margin:g} "
+                       f"{self.unit} (two one-sided tests at 2.5%); the other way when it lies wholly outside; "
+                       "else inconclusive. The minimum detectable effect is shown, never a gate.")
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "effect": self.effect, "margin": self.margin, "min_runs": self.min_runs,
@@ -200,26 +322,42 @@ class Rule:
 
 def decide(rule: Rule, diff, se, df, n_runs: int):
     """The verdicts of ``rule`` for one estimate or many at once (``diff``, ``se``, ``df`` numbers or arrays of one
-    shape, all with ``n_runs`` runs): what :meth:`Rule.decide` and :func:`simulate` both use."""
+    shape, all with ``n_runs`` runs): what :meth:`Rule.decide` and the simulations both use."""
     diff, se, df = (np.asarray(x, dtype=float) for x in (diff, se, df))
     out = np.full(np.broadcast(diff, se, df).shape, INCONCLUSIVE, dtype=object)
     if n_runs < rule.min_runs:
         out[...] = ONE_RUN
         return out if out.ndim else out.item()
-    ok = (mde_factor(df, kind=rule.kind) * se <= rule.target) & (se > 0)  # no spread: no interval to decide from
+    ok = se > 0  # no spread: no interval to decide from
+    half = _t(1 - ALPHA / 2, df) * se
+    low, high = diff - half, diff + half
     if rule.kind == "superiority":
-        half = _t(1 - ALPHA / 2, df) * se
-        out[ok & (diff - half > 0)] = REPRODUCED
-        out[ok & (diff - half <= 0) & (diff + half < rule.effect)] = NOT_REPRODUCED
+        out[ok & (high < rule.effect)] = SMALLER
+        out[ok & (high < 0)] = OTHER_WAY
+        out[ok & (low > 0)] = REPRODUCED
     else:
-        half = _t(1 - ALPHA / 2, df) * se
-        out[ok & (diff - half > -rule.margin) & (diff + half < rule.margin)] = REPRODUCED
-        out[ok & ((diff - half > rule.margin) | (diff + half < -rule.margin))] = NOT_REPRODUCED
+        out[ok & ((low > rule.margin) | (high < -rule.margin))] = OTHER_WAY
+        out[ok & (low > -rule.margin) & (high < rule.margin)] = REPRODUCED
     return out if out.ndim else out.item()
 
 
+def p_value(rule: Rule, diff, se, df):
+    """The one-sided p-value of the claim's test, the one the rule's *reproduced* rests on (< 2.5% exactly when
+    it says reproduced): superiority, H0 difference <= 0; equivalence, the larger of the two one-sided tests'
+    (TOST) p-values against ``+-margin``."""
+    diff, se, df = (np.asarray(x, dtype=float) for x in (diff, se, df))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        safe = np.where(se > 0, se, np.nan)
+        if rule.kind == "superiority":
+            p = _t_sf(diff / safe, df)
+        else:
+            p = np.maximum(_t_sf((diff + rule.margin) / safe, df), _t_sf((rule.margin - diff) / safe, df))
+    p = np.where(np.isnan(p), 1.0, p)
+    return p if p.ndim else float(p)
+
+
 def truths(rule: Rule) -> dict[str, float]:
-    """The differences :func:`simulate` plants: ``null`` (the claim is false at its boundary: no effect, or a
+    """The differences a simulation plants: ``null`` (the claim is false at its boundary: no effect, or a
     difference at the margin), ``paper`` (the claim is true: the paper's effect, or no difference) and
     ``opposite``."""
     if rule.kind == "superiority":
@@ -227,40 +365,96 @@ def truths(rule: Rule) -> dict[str, float]:
     return {"null": rule.margin, "paper": 0.0, "opposite": 2 * rule.margin}
 
 
-def draw_verdicts(rule: Rule, delta: float, *, n_runs: int, sd_runs: float, se_sentences: float,
-                  n_sentences: int | None, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """``draws`` verdicts of ``rule`` when the true difference is ``delta``: per draw a test-set effect common to
-    every run, ``N(0, se_sentences)``, plus each run's own ``N(0, sd_runs)``; the rule sees the runs' sample
-    spread and ``se_sentences``, as it does on real results."""
-    test = rng.normal(0.0, se_sentences, size=(draws, 1))
-    runs = delta + test + rng.normal(0.0, sd_runs, size=(draws, n_runs))
-    sd = runs.std(axis=1, ddof=1) if n_runs > 1 else np.zeros(draws)
-    se = np.sqrt(sd ** 2 / n_runs + se_sentences ** 2)
-    return decide(rule, runs.mean(axis=1), se, satterthwaite_df(sd, n_runs, se_sentences, n_sentences), n_runs)
+SIM_SENTENCES = 300  # sentences simulated per draw: the variance parts of the mean are kept, their df nearly
+SCALE_RANGE = (0.5, 3.0)  # each true standard deviation is drawn log-uniformly in this range around the recorded
+FLOOR = 0.05  # a recorded variance part below this share of the total is simulated at this share (a run part
+# estimated at 0 from three runs is not known to be 0)
 
 
-def rates(verdicts: np.ndarray) -> dict[str, float]:
-    """The share of each verdict among ``verdicts``."""
-    return {v: float(np.mean(verdicts == v)) for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, ONE_RUN)}
+def _heavy(rng: np.random.Generator, dof: float, size) -> np.ndarray:
+    """Student-t draws scaled to unit variance: heavier tails than the normal the interval assumes."""
+    return rng.standard_t(dof, size=size) * math.sqrt((dof - 2) / dof)
 
 
-def error_rates(by_truth: dict[str, dict[str, float]], draws: int) -> dict:
-    """The calibration summary of verdict shares under each planted truth (``null``, ``paper``, ``opposite``)."""
-    return {"false_reproduced": by_truth["null"][REPRODUCED], "false_not_reproduced": by_truth["paper"][NOT_REPRODUCED],
+def draw_verdicts(rule: Rule, delta: float, size: dict, *, draws: int, rng: np.random.Generator,
+                  spread: tuple[float, float] = SCALE_RANGE) -> dict:
+    """``draws`` verdicts of ``rule`` when the true difference is ``delta``, simulated per sentence.
+
+    Data-generating model, per draw: ``y[r, j] = delta + a[r] + b[j] + e[r, j]`` for ``R`` runs and up to
+    :data:`SIM_SENTENCES` test sentences, with run, sentence and run-by-sentence effects from heavy-tailed
+    Student-t distributions (5, 4 and 4 df), each standard deviation the recorded one (``size``, as
+    :meth:`Estimate.size`) times a factor drawn log-uniformly in ``spread`` (0.5x to 3x): the true sizes are
+    drawn around the estimates, not fixed at them. The rule sees what it sees on real results: the per-run
+    means and the crossed ANOVA of the per-(run, sentence) values (or the runs alone when ``size`` has no
+    sentences). Returns ``{"verdict", "passed"}``: the verdicts, and which draws passed every gate the rule has.
+    """
+    n_runs = int(size["n_runs"])
+    parts = np.array([size["run"], size["sentences"], size["residual"]], dtype=float)
+    total = parts.sum()
+    if total <= 0:
+        parts = np.array([1.0, 0.0, 0.0])
+        total = 1.0
+    runs_only = not size.get("n_sentences")
+    if runs_only:
+        parts = np.array([total, 0.0, 0.0])
+    else:
+        parts = np.maximum(parts, FLOOR * total)
+    lo, hi = np.log(spread[0]), np.log(spread[1])
+    scale = np.exp(rng.uniform(lo, hi, size=(draws, 3)))  # per draw, per part: the true sd's factor
+    n = 1 if runs_only else min(SIM_SENTENCES, int(size["n_sentences"]))
+    sd_a = np.sqrt(parts[0] * n_runs) * scale[:, 0]
+    a = sd_a[:, None] * _heavy(rng, 5, (draws, n_runs))
+    if runs_only:
+        stat = delta + a
+        est = crossed_parts(stat, [])
+    else:
+        sd_b = np.sqrt(parts[1] * n) * scale[:, 1]
+        sd_e = np.sqrt(parts[2] * n_runs * n) * scale[:, 2]
+        b = sd_b[:, None] * _heavy(rng, 4, (draws, n))
+        y = delta + a[:, :, None] + b[:, None, :] + sd_e[:, None, None] * _heavy(rng, 4, (draws, n_runs, n))
+        stat = y.mean(axis=-1)
+        est = crossed_parts(stat, [y])
+    se = np.sqrt(np.maximum(est["var"], 0.0))
+    verdict = decide(rule, stat.mean(axis=-1), se, est["df"], n_runs)
+    passed = (verdict != ONE_RUN) & (se > 0)
+    return {"verdict": np.asarray(verdict, dtype=object).reshape(draws), "passed": np.broadcast_to(passed, (draws,))}
+
+
+def rates(verdicts: np.ndarray, passed: np.ndarray | None = None) -> dict[str, float]:
+    """The share of each verdict among ``verdicts`` (among those that ``passed`` every gate, when given; nan
+    when none did)."""
+    v = np.asarray(verdicts, dtype=object)
+    if passed is not None:
+        v = v[np.asarray(passed, dtype=bool)]
+    if not v.size:
+        return {k: float("nan") for k in (*DECIDED, INCONCLUSIVE, ONE_RUN)}
+    return {k: float(np.mean(v == k)) for k in (*DECIDED, INCONCLUSIVE, ONE_RUN)}
+
+
+def error_rates(by_truth: dict[str, dict[str, float]], draws: int,
+                given_gate: dict[str, dict[str, float]] | None = None) -> dict:
+    """The calibration summary of verdict shares under each planted truth (``null``, ``paper``, ``opposite``):
+    false *reproduced* under the null, false *not reproduced* (smaller or the other way) under the paper's
+    effect, power, and the same two rates among the draws that passed every gate (equal to the plain rates
+    when no gate depends on the data)."""
+    g = given_gate or by_truth
+
+    def against(r):
+        return sum(r[k] for k in AGAINST)
+
+    return {"false_reproduced": by_truth["null"][REPRODUCED], "false_not_reproduced": against(by_truth["paper"]),
+            "false_reproduced_given_gate": g["null"][REPRODUCED],
+            "false_not_reproduced_given_gate": against(g["paper"]),
             "power": by_truth["paper"][REPRODUCED], "rates": by_truth, "draws": draws}
 
 
-def simulate(rule: Rule, *, n_runs: int, sd_runs: float, se_sentences: float, n_sentences: int | None = None,
-             draws: int = 1000, seed: int = 0) -> dict:
-    """How often ``rule`` is wrong, measured: each planted truth (:func:`truths`) is drawn ``draws`` times at
-    this many runs and these variances (:func:`draw_verdicts`), and the verdicts counted.
-
-    Returns ``{"false_reproduced", "false_not_reproduced", "power", "rates", "draws", ...}``: the share of
-    *reproduced* when the claim is false (null), of *not reproduced* when the paper's effect is true, of
-    *reproduced* when it is true, and every verdict's share under each truth.
-    """
+def simulate(rule: Rule, size: dict, *, draws: int = 1000, seed: int = 0) -> dict:
+    """How often ``rule`` is wrong at ``size`` (as :meth:`Estimate.size`), measured: each planted truth
+    (:func:`truths`) drawn ``draws`` times per sentence (:func:`draw_verdicts`), and the verdicts counted, both
+    over all draws and among the draws that passed the rule's gates."""
     rng = np.random.default_rng(seed)
-    by_truth = {name: rates(draw_verdicts(rule, delta, n_runs=n_runs, sd_runs=sd_runs, se_sentences=se_sentences,
-                                          n_sentences=n_sentences, draws=draws, rng=rng))
-                for name, delta in truths(rule).items()}
-    return {**error_rates(by_truth, draws), "n_runs": n_runs, "sd_runs": sd_runs, "se_sentences": se_sentences}
+    plain, given = {}, {}
+    for name, delta in truths(rule).items():
+        out = draw_verdicts(rule, delta, size, draws=draws, rng=rng)
+        plain[name], given[name] = rates(out["verdict"]), rates(out["verdict"], out["passed"])
+    return {**error_rates(plain, draws, given), "size": dict(size)}

@@ -248,48 +248,69 @@ def _diff_result(diff: float, diffs: np.ndarray, n: int, level: float, n_boot: i
             "p": float(max(min(1.0, 2 * side), 1 / n_boot))}
 
 
-class SentenceDraws:
-    """Bootstrap resamples of test sentences shared by every result on the same test set: the metric of a
-    result on each of ``n_boot`` resamples of its test set's sentences, the same resamples for every result on
-    that set (so differences are paired), independent between test sets. Test sets are named by the caller
-    (e.g. ``"pos/de"``)."""
+def sentence_values(units: Units) -> np.ndarray:
+    """Per-sentence values whose mean is exactly the metric over all sentences: the metric's linearisation
+    (its influence function, as the delta method takes it), so a statistic of metrics can be analysed per
+    sentence. Accuracy: ``M + 100 (c_i - M/100 t_i) / mean(t)``; F1: ``F + (200 tp_i - F (pred_i + gold_i)) /
+    mean(pred + gold)``. Shape ``(n_sentences,)``.
 
-    def __init__(self, *, n_boot: int = N_BOOT, seed: int = 0):
-        self.n_boot, self.seed = n_boot, seed
-        self._counts: dict[str, np.ndarray] = {}
-
-    def _count_matrix(self, test: str, n: int) -> np.ndarray:
-        if test not in self._counts:
-            rng_seed = [self.seed, *test.encode()]  # one stream per test set, stable across runs
-            idx = np.random.default_rng(rng_seed).integers(0, n, size=(self.n_boot, n))
-            self._counts[test] = np.bincount((idx + n * np.arange(self.n_boot)[:, None]).ravel(),
-                                             minlength=self.n_boot * n).reshape(self.n_boot, n)
-        counts = self._counts[test]
-        if counts.shape[1] != n:
-            raise ValueError(f"results on test set {test!r} have different numbers of sentences "
-                             f"({counts.shape[1]} and {n})")
-        return counts
-
-    def draws(self, units: Units, test: str) -> np.ndarray:
-        """The metric of ``units`` on each resample of ``test``'s sentences: shape ``(n_boot,)``."""
-        kind, arr = _arrays(units)
-        return _metric(kind, arr @ self._count_matrix(test, arr.shape[1]).T)
+    >>> sentence_values({"correct": [1, 3], "total": [2, 4]}).round(2).tolist()
+    [50.0, 83.33]
+    """
+    kind, arr = _arrays(units)
+    metric = float(_metric(kind, arr.sum(1)))
+    if kind == "f1":
+        denom = arr[1] + arr[2]
+        scale = denom.mean()
+        return metric + (200 * arr[0] - metric * denom) / scale if scale > 0 else np.zeros(arr.shape[1])
+    scale = arr[1].mean()
+    return metric + 100 * (arr[0] - metric / 100 * arr[1]) / scale if scale > 0 else np.zeros(arr.shape[1])
 
 
-def run_estimate(runs: Sequence[dict], statistic, *, n_boot: int = N_BOOT, seed: int = 0) -> Estimate:
-    """An :class:`~headprune_core.methods.inference.Estimate` of ``statistic`` with training runs as the unit.
+FD_STEP = 1e-3  # metric points: the statistics are smooth (differences and ratios of metrics near 1-100)
+
+
+def _gradient(statistic, metrics: dict[str, float]) -> dict[str, float]:
+    """d statistic / d metric for each metric, by central differences."""
+    out = {}
+    for k in metrics:
+        up, down = dict(metrics), dict(metrics)
+        up[k] += FD_STEP
+        down[k] -= FD_STEP
+        out[k] = (float(statistic(up)) - float(statistic(down))) / (2 * FD_STEP)
+    return out
+
+
+def run_estimate(runs: Sequence[dict], statistic) -> Estimate:
+    """An :class:`~headprune_core.methods.inference.Estimate` of ``statistic`` with training runs as the unit and
+    its variance from the crossed random-effects ANOVA of runs and test sentences
+    (:func:`~headprune_core.methods.inference.crossed_parts`).
 
     ``runs`` holds one dict per training run: name -> ``(test set, units)``. ``statistic`` maps a dict of name ->
-    metric to the run's value, written with numpy operations: it is called once per run on the metrics (numbers:
-    the per-run values) and once per run on their sentence resamples (arrays; averaged over runs, their
-    standard deviation is the sentence part of the standard error). Runs are paired by sentence resamples:
-    every run's results on one test set are resampled alike.
+    metric to the run's value (any smooth function: differences, means, relative costs). Per run it is
+    linearised around that run's metrics, so each test set gets per-(run, sentence) values: the gradient times
+    each metric's per-sentence values (:func:`sentence_values`), summed over the metrics on that test set.
+    Every run must have its results on each test set on the same sentences.
     """
     if not runs:
         raise ValueError("no training runs to estimate from")
-    draws = SentenceDraws(n_boot=n_boot, seed=seed)
-    values = [float(statistic({k: metric_of(u) for k, (_, u) in run.items()})) for run in runs]
-    boot = np.mean([np.asarray(statistic({k: draws.draws(u, t) for k, (t, u) in run.items()}), dtype=float)
-                    for run in runs], axis=0)
-    n = min(n_sentences(u) for run in runs for _, u in run.values())
-    return Estimate(tuple(values), se_sentences=float(np.std(boot, ddof=1)), n_sentences=n)
+    values, per_set = [], {}
+    for run in runs:
+        metrics = {k: metric_of(u) for k, (_, u) in run.items()}
+        values.append(float(statistic(metrics)))
+        grad = _gradient(statistic, metrics)
+        rows: dict[str, np.ndarray] = {}
+        for k, (test, units) in run.items():
+            contrib = grad[k] * sentence_values(units)
+            if test in rows and rows[test].shape != contrib.shape:
+                raise ValueError(f"results on test set {test!r} have different numbers of sentences "
+                                 f"({rows[test].shape[0]} and {contrib.shape[0]})")
+            rows[test] = rows.get(test, 0.0) + contrib
+        for test, row in rows.items():
+            per_set.setdefault(test, []).append(row)
+    blocks = []
+    for test, rows in per_set.items():
+        if len(rows) != len(runs) or len({r.shape for r in rows}) != 1:
+            raise ValueError(f"results on test set {test!r} have different numbers of sentences in different runs")
+        blocks.append(np.stack(rows))  # (runs, sentences)
+    return Estimate.crossed(values, blocks)

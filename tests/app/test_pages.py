@@ -19,6 +19,7 @@ from tests.helpers.app import (
     plotly_charts,
     run_page,
     shown_numbers,
+    summary_counts,
 )
 
 
@@ -281,17 +282,17 @@ def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, mon
     at = make_app(cache_copy, monkeypatch)
     at.run()
     run_page(at, "findings")
-    counts = {m.label: m.value for m in at.metric}
+    counts = summary_counts(at)
     # nothing is decided by the fixture study alone: (b1) and (c) need the rankings' other training runs too
-    assert counts[MISSING] == str(len(HYPOTHESES)) and counts[ONE_RUN] == "0" and set(counts) == set(VERDICTS)
+    assert counts[MISSING] == len(HYPOTHESES) and counts[ONE_RUN] == 0 and set(counts) == set(VERDICTS)
     assert any("are not computed yet" in i.value and "min" in i.value for i in at.info), [i.value for i in at.info]
     (button,) = [b for b in at.button if b.key == "compute_findings"]
     button.click().run(timeout=900)
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     assert not at.info  # nothing left to offer
-    counts = {m.label: m.value for m in at.metric}
-    assert sum(int(v) for v in counts.values()) == len(HYPOTHESES), counts
+    counts = summary_counts(at)
+    assert sum(counts.values()) == len(HYPOTHESES), counts
     # what is still "not computed yet" is what this plan cannot give (no Turkish, no layer pairs ...), not a job
     still = [t.value for t in at.caption if t.value.startswith("Not computed yet:")]
     assert len(still) == int(counts[MISSING]) and all("the plan" in t or "need" in t for t in still), still

@@ -15,13 +15,11 @@ from headprune_app import (
     affinity_view,
     captions,
     charts,
-    findings_view,
     prune_view,
     retrain_view,
     runs_view,
     shared_view,
 )
-from headprune_core.findings.cards import MISSING, REPRODUCED, VERDICTS
 
 
 def test_levels_and_seeds_are_typed_as_comma_separated_whole_numbers():
@@ -84,14 +82,6 @@ def test_a_launched_study_with_fewer_sentences_is_a_plan_of_its_own():
     assert same.name == plan.name and same.langs == plan.langs
     small = runs_view.launch_plan(plan, tasks=[plan.tasks[0]], langs=list(plan.langs[:2]), cap=40)
     assert small.name == f"{plan.name}-40" and small.langs == plan.langs[:2] and small.tasks == (plan.tasks[0],)
-
-
-def test_every_verdict_is_counted():
-    cards = [SimpleNamespace(verdict=REPRODUCED), SimpleNamespace(verdict=MISSING),
-             SimpleNamespace(verdict=REPRODUCED)]
-    counts = findings_view.verdict_counts(cards)
-    assert list(counts) == list(VERDICTS) and counts[REPRODUCED] == 2 and counts[MISSING] == 1
-    assert sum(counts.values()) == 3
 
 
 def test_tag_table_marks_the_words_a_mask_changes():

@@ -44,10 +44,23 @@ def plotly_charts(at) -> list:
 
 
 def shown_numbers(at) -> dict:
-    """What a page shows in numbers: its metrics, tables and charts' data (to compare two caches' pages)."""
+    """What a page shows in numbers: its metrics, tables (Markdown ones too) and charts' data (to compare two
+    caches' pages)."""
     return {"metrics": [(m.label, m.value) for m in at.metric],
             "tables": [d.value.to_json() for d in at.dataframe],
+            "markdown_tables": [m.value for m in at.markdown if m.value.startswith("| ")],
             "charts": [json.loads(c.proto.spec)["data"] for c in plotly_charts(at)]}
+
+
+def summary_counts(at) -> dict[str, int]:
+    """How many cards the Findings page's opening table shows with each verdict (every verdict listed)."""
+    from headprune_core.findings.cards import VERDICTS
+
+    (table,) = [m.value for m in at.markdown if m.value.startswith("| card | claim |")]
+    header, _, *rows = table.splitlines()
+    col = [c.strip() for c in header.strip("|").split("|")].index("verdict")
+    verdicts = [[c.strip() for c in row.strip("|").split(" | ")][col] for row in rows]
+    return {v: verdicts.count(v) for v in VERDICTS}
 
 
 def metric_value(at, prefix: str) -> float:

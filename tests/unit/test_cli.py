@@ -108,9 +108,10 @@ def test_findings_prints_the_cards_of_the_cache_as_text_or_json(tiny_cache, caps
         assert {"id", "claim", "paper", "hypothesis", "statistic", "control", "margin", "mde", "verdict", "numbers",
                 "calibration"} <= set(card)
         assert card["verdict"] == "not computed yet" and card["missing"] and card["calibration"] is None
+    assert doc["family"]["cards"] == {} and doc["family"]["false_reproduced_any"] == 0.0  # nothing decided yet
     code, out, _ = _run(capsys, "findings", plan, "--card", "a1", "--card", "e1")
     assert code == 0 and "(a1) " in out and "(e1) " in out and "(b1) " not in out and "NOT COMPUTED YET" in out
-    assert "95% interval lies inside +-1 points" in " ".join(out.split())  # e1's rule, in words
+    assert "reproduced when it lies inside +-1 points" in " ".join(out.split())  # e1's rule, in words
     code, _, err = _run(capsys, "findings", plan, "--card", "zz")
     assert code == 2 and "unknown findings card 'zz'; known: a1, a2" in err
     code, _, err = _run(capsys, "findings", plan, "--format", "yaml")

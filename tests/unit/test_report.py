@@ -52,6 +52,9 @@ def test_html_report_holds_every_card_and_a_chart_for_each_result_offline(cards)
     sections = re.findall(r'<section class="card" id="card-([^"]+)" data-verdict="([^"]+)"', text)
     assert sections == [(c.key, c.verdict) for c in cards]
     assert "<script>alert(1)" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    # it opens with one table, a row per card linking to the card
+    assert all(f'<a href="#card-{c.key}">{c.key}</a>' in text for c in cards)
+    assert text.index('href="#card-a1"') < text.index('<section class="card"') and "The page as a whole" in text
     figures = json.loads(re.search(r"const FIGURES = (.*?);\n", text).group(1).replace("<\\/", "</"))
     assert len(figures) == len(cards) - 1
     assert all(f'<div class="chart" id="{fid}"></div>' in text for fid in figures)
@@ -67,7 +70,7 @@ def test_markdown_report_holds_every_card_with_its_runs(cards):
         assert f"## ({card.key}) " in text and f": {card.verdict}" in text
     first = cards[0]
     runs = ", ".join(f"{r:+.2f}" for r in next(iter(first.estimates.values())).runs)
-    assert runs in text and "**Rule.**" in text and "| card | title | paper | verdict | estimate |" in text
+    assert runs in text and "**Rule.**" in text and "| card | claim | here | paper | verdict | after Holm | after BH |" in text and "The page as a whole" in text
 
 
 def test_write_report_refuses_what_it_cannot_write(cards, tmp_path):

@@ -165,21 +165,24 @@ def test_run_estimate_takes_training_runs_as_the_unit_and_pairs_sentences():
     est = run_estimate(runs, lambda m: m["b"] - m["a"])
     per_run = [metric_of(r["b"][1]) - metric_of(r["a"][1]) for r in runs]
     assert est.runs == pytest.approx(tuple(per_run)) and est.n_runs == 3 and est.n_sentences == 300
-    # the sentence part equals the paired bootstrap's spread of the run mean (same resampling, other draws)
+    # the ANOVA's sentence mean square (run-mean differences over sentences) is what a paired bootstrap of the
+    # run mean over sentences measures: an independent reference by resampling
     paired = paired_bootstrap([r["a"][1] for r in runs], [r["b"][1] for r in runs])
-    assert est.se_sentences == pytest.approx((paired["high"] - paired["low"]) / 3.92, rel=0.2)
-    # identical results: no sentence part, and the runs' spread is all there is
+    assert np.sqrt(est.parts["sentences"]) == pytest.approx((paired["high"] - paired["low"]) / 3.92, rel=0.2)
+    # the variance counts the run-by-sentence part once: it is below the runs' part plus the sentence part
+    assert est.se ** 2 < est.parts["run"] + est.parts["sentences"]
+    # identical results: no spread at all
     same = run_estimate(runs, lambda m: m["a"] - m["a"])
-    assert same.se_sentences == 0 and same.runs == (0.0, 0.0, 0.0)
+    assert same.se == 0 and same.runs == (0.0, 0.0, 0.0)
 
 
 def test_run_estimate_resamples_test_sets_independently_and_refuses_mismatched_sets():
     rng = np.random.default_rng(5)
     _, en = _sentences(rng, 200, 0.8)
-    # the same counts named as two test sets are resampled independently: the difference has a sentence part
+    # the same counts named as two test sets are two samples of sentences: the difference has a sentence part
     apart = run_estimate([{"x": ("pos/en", en), "y": ("pos/de", en)}], lambda m: m["y"] - m["x"])
     together = run_estimate([{"x": ("pos/en", en), "y": ("pos/en", en)}], lambda m: m["y"] - m["x"])
-    assert apart.se_sentences > 0.5 and together.se_sentences == 0
+    assert apart.parts["sentences"] > 0.25 and together.se == 0
     short = {"correct": en["correct"][:50], "total": en["total"][:50]}
     with pytest.raises(ValueError, match="test set 'pos/en' have different numbers of sentences"):
         run_estimate([{"x": ("pos/en", en), "y": ("pos/en", short)}], lambda m: m["y"] - m["x"])
