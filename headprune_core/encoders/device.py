@@ -1,9 +1,10 @@
-"""Pick the compute device (CUDA, then MPS, then CPU) and the autocast that is safe on it."""
+"""Pick the compute device (CUDA, then MPS, then CPU), the autocast that is safe on it, and torch's CPU threads for
+work whose float results must not depend on the machine."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import Literal
+from typing import Iterator, Literal
 
 import torch
 
@@ -35,3 +36,27 @@ def autocast(device: torch.device, *, enabled: bool = True):
     if enabled and device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with ``n`` torch CPU threads, then restore the previous number: CPU reductions (a loss's
+    mean, LayerNorm's weight gradient) split their sums by thread, so the same computation on 1 and on 2 threads
+    differs in the last bits, and training carries that into every result.
+
+    The setting is per process: a computation running meanwhile in another Python thread gets it too.
+
+    >>> with torch_threads(1):
+    ...     torch.get_num_threads()
+    1
+    """
+    if n < 1:
+        raise ValueError(f"torch needs at least 1 CPU thread, got {n}")
+    before = torch.get_num_threads()
+    if before != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)

@@ -63,8 +63,15 @@ class Retrain:
         return {name: (self.test_set(lang), self.units(label, seed, lang)) for name, (label, lang) in cells.items()}
 
     def best(self, seed: int) -> str:
-        """The level dev picked for ``seed`` (Ma et al.: best k on the source language's dev set)."""
+        """The level dev picked for ``seed`` among every level, 0 (unpruned) included."""
         return self.result["best"][str(seed)]
+
+    def best_pruned(self, seed: int) -> str:
+        """The level dev picked for ``seed`` among the pruned levels only, as Ma et al. pick k among 1..12 on
+        the source language's dev set (a tie goes to fewer heads pruned)."""
+        i = self.seeds.index(seed)
+        pruned = [(lab, k) for lab, k in zip(self.levels, self.result["k"]) if lab != "0"]
+        return max(pruned, key=lambda lk: (self.result["dev"][lk[0]]["per_seed"][i], -lk[1]))[0]
 
 
 class Evidence:
@@ -184,12 +191,15 @@ class Evidence:
 
     # --- GradTS -----------------------------------------------------------------------------------------------
     def task_tops(self, top_percent: float) -> tuple[GradTS | None, dict[str, dict[int, np.ndarray]], list[str]]:
-        """The plan's GradTS check, each task's top ``top_percent``% heads (layers x heads, bool) from its own
-        single-task model per training seed (:meth:`GradTS.map_seeds`; one unit per task), and what is missing."""
-        plans = self.plan.gradts_plans()
+        """The plan's task maps under several seeds (of its GradTS check or affinity plans with ``map_seeds``: the
+        one with the most distinct tasks), each task's top ``top_percent``% heads (layers x heads, bool) from its
+        own single-task model per training seed (:meth:`GradTS.map_seeds`; one unit per task), and what is
+        missing."""
+        plans = [p for p in (*self.plan.gradts_plans(), *self.plan.gradts_plans(field_name="affinity"))
+                 if p.map_seeds]
         if not plans:
-            return None, {}, ["the plan has no GradTS check"]
-        gts = GradTS(self.study, plans[0])
+            return None, {}, ["the plan has no task maps under several training seeds (a GradTS plan's map_seeds)"]
+        gts = max((GradTS(self.study, p) for p in plans), key=lambda g: len(g.task_units()))  # the most tasks
         tops: dict[str, dict[int, np.ndarray]] = {}
         missing = []
         for unit in gts.task_units():

@@ -44,7 +44,8 @@ OTHER_WAY = "the other way"
 INCONCLUSIVE = "inconclusive"
 ONE_RUN = "inconclusive: one training run"
 MISSING = "not computed yet"
-VERDICTS = (REPRODUCED, SMALLER, OTHER_WAY, INCONCLUSIVE, ONE_RUN, MISSING)
+SAME = "one result with another card"  # its runs are another card's (the same choices trained): shown there
+VERDICTS = (REPRODUCED, SMALLER, OTHER_WAY, INCONCLUSIVE, ONE_RUN, SAME, MISSING)
 DECIDED = (REPRODUCED, SMALLER, OTHER_WAY)
 AGAINST = (SMALLER, OTHER_WAY)  # verdicts that say the paper's effect is not here
 

@@ -143,6 +143,27 @@ GRADTS_PRESETS: dict[str, GradTSPlan] = {
               "(name/es has 100 of each); GradTS-trial tries at most 2 auxiliary tasks, 3 training seeds, the "
               "bandit 30 rounds. Differences of a few points are within noise at this size."),
     ),
+    "gradts-stems": GradTSPlan(
+        name="gradts-stems",
+        description="The task maps of Findings card g (heads claimed by most tasks): one unit for each of the 6 "
+                    "tasks of the GradTS demo (POS, NAME, English polarity and uncertainty, Dutch book-review "
+                    "polarity, Portuguese emotion), each from its own single-task fine-tune under 3 training "
+                    "seeds; maps only, trained and scored as gradts-findings (so its 3 tasks' maps are shared).",
+        units=("pos/en", "name/en", "polarity-en/en", "uncertainty-en/en", "polarity-nl/nl", "emotion-pt/pt"),
+        primaries=("name/en",),
+        train=_DEMO_TRAIN, score_sentences=150, eval_sentences=200, map_seeds=(14, 15),
+        note="Maps only, for the stem-cell card: 200 training sentences per unit, 1 epoch, 150 sentences for "
+             "scoring.",
+    ),
+    "gradts-stems-full": GradTSPlan(
+        name="gradts-stems-full",
+        description="Findings card g's task maps at full size (findings-full): the 6 tasks of gradts-stems, every "
+                    "training sentence, 3 epochs, 5 training seeds.",
+        units=("pos/en", "name/en", "polarity-en/en", "uncertainty-en/en", "polarity-nl/nl", "emotion-pt/pt"),
+        primaries=("name/en",),
+        train={"max_train_sentences": None, "epochs": 3.0}, score_sentences=1000, eval_sentences=None,
+        map_seeds=(14, 15, 16, 17), note="Maps only, full size.",
+    ),
     "gradts-findings-full": GradTSPlan(
         name="gradts-findings-full",
         description="The Findings page's GradTS check at full size (findings-full, for a GPU or a cluster): the "

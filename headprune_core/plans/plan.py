@@ -19,6 +19,8 @@ from headprune_core.base.files import check_name
 from headprune_core.base.specs import spec_from_dict
 from headprune_core.data.refs import names_task, parse_sources, read_plan_file
 from headprune_core.data.registry import all_tasks, get_task
+from headprune_core.encoders.device import torch_threads
+from headprune_core.multitask.gradts import THREADS as GRADTS_THREADS
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import find_gradts_plan
 from headprune_core.runs.config import FinetuneConfig, RefinetuneConfig, ScoreConfig, check_train_options
@@ -268,6 +270,19 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
     return jobs + _gradts_jobs(study, plan, seen={j.cfg.key() for j in jobs})
 
 
+def _half_jobs(study: Study, plan: StudyPlan, ft, task: str, langs: list[str], *, seed: int | None = None
+               ) -> list[Job]:
+    """Each language's map from each half of its dev sentences, under fine-tune ``ft``: the split-half
+    reliability of its ranking in that training run (Findings card c's ceiling)."""
+    jobs = []
+    for lang in langs:
+        for half in (1, 2):
+            sc = study.score_config(ft, task, lang, method=plan.method, max_sentences=plan.score_sentences, half=half)
+            what = f"score heads {task}/{lang} (dev half {half}" + (f", seed {seed})" if seed is not None else ")")
+            jobs.append(Job(what, sc, lambda sc=sc: study.scores(sc)))
+    return jobs
+
+
 def _task_jobs(study: Study, plan: StudyPlan, task: str, setting: str) -> list[Job]:
     """One task in one setting: its fine-tune, per language its scores, evaluation and curves, and the plan's
     re-fine-tuning experiments of it."""
@@ -280,11 +295,7 @@ def _task_jobs(study: Study, plan: StudyPlan, task: str, setting: str) -> list[J
         jobs.append(Job(f"score heads {task}/{lang}", sc, lambda sc=sc: study.scores(sc)))
         ec = study.eval_config(ft, task, lang, max_sentences=plan.eval_sentences)
         jobs.append(Job(f"evaluate {task}/{lang}", ec, lambda ec=ec: study.evaluation(ec)))
-    for lang in langs if plan.ranking_seeds and setting == "cross" else ():
-        for half in (1, 2):  # split-half reliability of each language's ranking (Findings card c)
-            sc = study.score_config(ft, task, lang, method=plan.method, max_sentences=plan.score_sentences,
-                                    half=half)
-            jobs.append(Job(f"score heads {task}/{lang} (dev half {half})", sc, lambda sc=sc: study.scores(sc)))
+    jobs += _half_jobs(study, plan, ft, task, langs) if plan.ranking_seeds and setting == "cross" else []
     for seed in plan.ranking_seeds if setting == "cross" else ():
         ft_s = study.reseeded(ft, seed)
         if ft_s == ft:
@@ -294,6 +305,7 @@ def _task_jobs(study: Study, plan: StudyPlan, task: str, setting: str) -> list[J
         for lang in langs:
             sc = study.score_config(ft_s, task, lang, method=plan.method, max_sentences=plan.score_sentences)
             jobs.append(Job(f"score heads {task}/{lang} (seed {seed})", sc, lambda sc=sc: study.scores(sc)))
+        jobs += _half_jobs(study, plan, ft_s, task, langs, seed=seed)
         # the source language's importance curve of this run too (masking without retraining, Findings card b1)
         cc = study.curve_config(ft_s, task, train_langs[0], strategy="importance", method=plan.method,
                                 ranking_lang=train_langs[0], score_sentences=plan.score_sentences,
@@ -347,14 +359,19 @@ def _gradts_jobs(study: Study, plan: StudyPlan, *, seen: set[str]) -> list[Job]:
         gts = GradTS(study, gplan)
         for unit in gts.units:
             jobs += _map_jobs(study, gts, unit, None, seen)
+        jobs += _seed_map_jobs(study, gts, seen)
     for gplan in plan.gradts_plans():
         gts = GradTS(study, gplan)
-        for seed in gts.map_seeds()[1:]:  # each task's map under more seeds (Findings card g)
-            for unit in gts.task_units():
-                jobs += _map_jobs(study, gts, unit, seed, seen)
+        jobs += _seed_map_jobs(study, gts, seen)
         jobs.append(Job(f"GradTS {gplan.name}: maps, task affinity, selections checked by multi-task training",
                         gts.config(), gts.run))
     return jobs
+
+
+def _seed_map_jobs(study: Study, gts: GradTS, seen: set[str]) -> list[Job]:
+    """Each task's map under the plan's ``map_seeds`` beyond the first (Findings card g)."""
+    return [job for seed in gts.map_seeds()[1:] for unit in gts.task_units()
+            for job in _map_jobs(study, gts, unit, seed, seen)]
 
 
 def _map_jobs(study: Study, gts: GradTS, unit: str, seed: int | None, seen: set[str]) -> list[Job]:
@@ -367,8 +384,15 @@ def _map_jobs(study: Study, gts: GradTS, unit: str, seed: int | None, seen: set[
                            (f"head map {unit} ({sc.method}, {tag})", sc, lambda sc=sc: study.scores(sc))):
         if cfg.key() not in seen:
             seen.add(cfg.key())
-            jobs.append(Job(what, cfg, run))
+            jobs.append(Job(what, cfg, lambda run=run: _gradts_threads(run)))
     return jobs
+
+
+def _gradts_threads(run):
+    """``run()`` on the GradTS check's torch threads: these maps are the check's own parts (shared keys), so
+    they must come out the same whichever job computes them first."""
+    with torch_threads(GRADTS_THREADS):
+        return run()
 
 
 def run_plan(study: Study, plan: StudyPlan, *, on_job: OnJob | None = None) -> dict:

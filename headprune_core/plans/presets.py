@@ -84,6 +84,8 @@ PRESETS["findings"] = replace(
                 "task units, primary name/es, 3 training seeds).",
     refinetune=findings_experiments(SEEDS, FINDINGS_RETRAIN, target_sentences=200),
     gradts=("gradts-findings",),
+    # card g's maps: 6 distinct tasks under 3 training seeds ("most tasks" a majority of at least 5)
+    affinity=(*PRESETS["demo"].affinity, "gradts-stems"),
     # the target languages' curves are the demo's (every 72 heads; no card reads them), 3 random draws
     random_seeds=(0, 1, 2),
     ranking_seeds=(14, 15),
@@ -99,7 +101,7 @@ PRESETS["findings-full"] = replace(
     refinetune=findings_experiments([13, 14, 15, 16, 17], {"max_train_sentences": None, "epochs": 3.0},
                                     target_sentences=None, full=True),
     gradts=("gradts-findings-full",),
-    affinity=(),
+    affinity=("gradts-stems-full",),
     random_seeds=(0, 1, 2, 3, 4),
     ranking_seeds=(14, 15, 16, 17),
     settings=("cross", "multi"),

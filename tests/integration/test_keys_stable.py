@@ -5,7 +5,10 @@ heads drawn per training seed): only those assembled tables recompute, their run
 and gradts-findings presets were then recorded anew on purpose when every Findings experiment got three training
 seeds (issue 24): the demo and gradts-demo keys, and the single-task maps of gradts-findings, are unchanged. The
 findings preset then took the demo's target-language curves (every 72 heads) and gained each GradTS task's map
-under two more seeds (card g): its other keys stayed."""
+under two more seeds (card g): its other keys stayed. Issue 33 then added each language's dev halves under the
+ranking seeds (card c's per-run reliability) and the maps of gradts-stems (card g's 6 tasks under 3 seeds): 80
+new jobs, every earlier key kept (the gradts-findings maps under seeds 14 and 15 are now named after
+gradts-stems, whose jobs come first and share them)."""
 
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ def test_plan_keys_are_the_recorded_ones(study, preset):
     else:  # the findings preset extends the demo: its jobs keep their keys (its source curves are denser, 3
         # random draws; the target languages' curves are the demo's)
         demo = {k: v for k, v in RECORDED["demo"].items() if not (k.startswith("curve") and k.endswith("/en"))}
-        assert demo.items() <= keys.items() and len(keys) == 165
+        assert demo.items() <= keys.items() and len(keys) == 245
 
 
 @pytest.mark.parametrize("preset", ["gradts-demo", "gradts-findings"])

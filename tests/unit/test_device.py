@@ -1,4 +1,4 @@
-"""Device choice: automatic, overridable, clear errors."""
+"""Device choice: automatic, overridable, clear errors; a fixed number of torch threads for a block."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextlib
 import pytest
 import torch
 
-from headprune_core.encoders.device import autocast, pick_device
+from headprune_core.encoders.device import autocast, pick_device, torch_threads
 
 
 def test_auto_prefers_cuda_then_mps_then_cpu(monkeypatch):
@@ -31,3 +31,16 @@ def test_override_and_errors(monkeypatch):
 
 def test_autocast_only_on_cuda():
     assert isinstance(autocast(torch.device("cpu")), contextlib.nullcontext)
+
+
+def test_torch_threads_for_a_block_then_the_callers_again():
+    before = torch.get_num_threads()
+    other = 2 if before == 1 else 1
+    with torch_threads(other):
+        assert torch.get_num_threads() == other
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError, match="inside"), torch_threads(other):
+        raise RuntimeError("inside")
+    assert torch.get_num_threads() == before  # restored when the block fails too
+    with pytest.raises(ValueError, match="at least 1"), torch_threads(0):
+        pass

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from headprune_core.findings.calibration import calibrate, combine
-from headprune_core.findings.cards import MISSING, ONE_RUN, VERDICTS, Findings, model_label
+from headprune_core.findings.cards import MISSING, ONE_RUN, SAME, VERDICTS, Findings, model_label
 from headprune_core.findings.hypotheses import HYPOTHESES
 from headprune_core.methods.inference import OTHER_WAY, REPRODUCED, SMALLER, Estimate, truths
 from headprune_core.methods.uncertainty import metric_of
@@ -62,13 +62,16 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     cards = {c.key: c for c in found.cards()}
     # what this small plan cannot give, its cards say: no layer pairs (3 layers), no SVO target or Turkish (en,
     # de only), two distinct GradTS tasks
-    needs = {"i": "layer_pairs", "d": "Turkish", "g": "at least 3 distinct tasks"}
+    needs = {"i": "layer_pairs", "d": "Turkish", "g": "at least 5 distinct tasks"}
     for key, text in needs.items():
         assert cards[key].verdict == MISSING and text in cards[key].missing[0], key
     for key, c in cards.items():
         if key in needs:
             continue
         assert c.verdict in VERDICTS and c.verdict != MISSING and not c.missing and c.measured and c.protocol, key
+        if c.verdict == SAME:  # one result shown twice is shown once: on the card it names, which has numbers
+            assert c.same_as in cards and cards[c.same_as].estimates and not c.estimates, key
+            continue
         assert c.estimates and c.calibration is not None, key
         # the verdict is the rule's on the estimate; fewer than 3 runs can only be "one training run"
         rule = c.hypothesis.rule
@@ -80,7 +83,9 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     # (a1): per seed, the mean over target languages of (dev-picked k) - (unpruned), from the cached evaluations
     ex = found.retrain("importance")
     assert ex.seeds == [1, 2] and ex.levels == ["0", "1", "2"] and ex.targets == ["de"]
-    by_hand = [metric_of(ex.units(ex.best(s), s, "de")) - metric_of(ex.units("0", s, "de")) for s in ex.seeds]
+    # k is picked on dev among the pruned levels only (Ma et al.: 1..12), never the unpruned model itself
+    assert all(ex.best_pruned(s) in ("1", "2") for s in ex.seeds)
+    by_hand = [metric_of(ex.units(ex.best_pruned(s), s, "de")) - metric_of(ex.units("0", s, "de")) for s in ex.seeds]
     assert cards["a1"].estimates[""].runs == pytest.approx(tuple(by_hand))
     assert {r["language"] for r in cards["a1"].rows} == {"en (source)", "de"}
     # (a2): the multilingual experiment runs without the plan's other jobs in that setting
@@ -90,8 +95,23 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     assert [r["fine-tuning seed"] for r in cards["b1"].rows] == [13, 14] and cards["b1"].estimates[""].n_runs == 2
     # (c): two training seeds of the rankings (13 and the plan's ranking seed 14), and the ceiling between them
     assert [r["training seed"] for r in cards["c"].rows] == [13, 14] and cards["c"].estimates[""].n_runs == 2
-    assert cards["c"].numbers["within_language_across_seeds"] is not None
-    assert -1 <= cards["c"].numbers["within_language_split_half"] <= 1  # two halves of each dev set
+    # per seed: each language pair's rho minus the ceiling of their split-half reliabilities (Spearman-Brown),
+    # by hand with scipy on the cached maps of each task in two languages
+    from scipy.stats import spearmanr
+
+    def rho(a, b):
+        return spearmanr(a.ravel(), b.ravel()).statistic
+
+    for i, seed in enumerate([13, 14]):
+        per_task = []
+        for task in ("pos", "name"):
+            full = {g: found.score_maps(task, g)[1][seed] for g in ("en", "de")}
+            rel = {}
+            for g in ("en", "de"):
+                r = rho(found.score_maps(task, g, half=1)[1][seed], found.score_maps(task, g, half=2)[1][seed])
+                rel[g] = 2 * r / (1 + r)
+            per_task.append(rho(full["en"], full["de"]) - np.sqrt(max(0.0, rel["en"] * rel["de"])))
+        assert cards["c"].estimates[""].runs[i] == pytest.approx(np.mean(per_task))
     # (g): each task's map (one unit per task) under the GradTS maps' seed and the plan's map seed
     gts, tops, missing = found.task_tops(10.0)
     assert not missing and gts.task_units() == ("pos/en", "name/en") and gts.map_seeds() == (13, 14)
@@ -197,24 +217,30 @@ def _top(shape, heads):
 
 
 def test_stem_cells_on_planted_maps(small_findings, monkeypatch):
-    """Tasks that share their top heads in every run: reproduced; tasks whose top heads never meet (each layer's
-    share kept, so the null expects some overlap): the other way; one run: 'one training run'."""
-    shape = (6, 8)
-    units = ("pos/en", "name/en", "sent/en")
+    """Five tasks that share their top heads in every run: reproduced; tasks whose top heads never meet (each
+    layer's share kept, so the null expects some overlap): the other way; one run: 'one training run'; fewer
+    than five distinct tasks: not computed (with three, 'most' would be two)."""
+    shape = (6, 10)
+    units = ("pos/en", "name/en", "sent/en", "unc/en", "emo/pt")
+    seeds = (13, 14, 15, 16, 17)
     shared = [(1, 2), (3, 5), (4, 0)]
-    same = {u: {s: _top(shape, shared + [(5, i)]) for s in (13, 14, 15)} for i, u in enumerate(units)}
+    same = {u: {s: _top(shape, shared + [(5, i)]) for s in seeds} for i, u in enumerate(units)}
     card = _stem_cells(small_findings, monkeypatch, same)
     assert card.verdict == REPRODUCED, card.measured
-    assert card.numbers["claimed"] == [3, 3, 3] and card.numbers["ceiling"] == {u: 4 for u in units}
+    assert card.numbers["claimed"] == [3] * 5 and card.numbers["ceiling"] == {u: 4 for u in units}
     assert card.numbers["run_to_run_overlap"] == {u: 4.0 for u in units}
-    assert [r["seeds"] for r in card.rows][0] == "pos/en: 13, name/en: 14, sent/en: 15"  # no two tasks share a seed
+    assert [r["seeds"] for r in card.rows][0] == "pos/en: 13, name/en: 14, sent/en: 15, unc/en: 16, emo/pt: 17"
     assert "card j" in card.notes[-1]
 
-    apart = {u: {s: _top(shape, [(layer, 2 * i + (s - 13) % 2) for layer in range(6)]) for s in (13, 14, 15)}
+    apart = {u: {s: _top(shape, [(layer, 2 * i + (s - 13) % 2) for layer in range(6)]) for s in seeds}
              for i, u in enumerate(units)}
     card = _stem_cells(small_findings, monkeypatch, apart)
-    assert card.numbers["claimed"] == [0, 0, 0] and card.verdict == OTHER_WAY, card.measured
+    assert card.numbers["claimed"] == [0] * 5 and card.verdict == OTHER_WAY, card.measured
 
     one = {u: {13: by_seed[13]} for u, by_seed in same.items()}
     card = _stem_cells(small_findings, monkeypatch, one)
     assert card.verdict == ONE_RUN and card.numbers["ceiling"] == {}
+
+    three = {u: same[u] for u in units[:3]}
+    card = _stem_cells(small_findings, monkeypatch, three)
+    assert card.verdict == MISSING and "at least 5 distinct tasks" in card.missing[0]

@@ -1,0 +1,123 @@
+"""The cards about the head ranking itself, with no retraining (Michel et al. 2019; Ma et al. 2021): masking in
+the ranking's order keeps the metric (b1), and languages rank the heads alike, as alike as one language ranks
+them with itself (c)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from headprune_core.findings.card import Card
+from headprune_core.methods.inference import Estimate
+from headprune_core.methods.similarity import spearman_matrix
+from headprune_core.methods.uncertainty import bootstrap_ci, ci_text, run_estimate
+
+
+def _pairs(named: dict) -> list[float]:
+    """Spearman's rho of every pair of ``named`` maps."""
+    names, rho = spearman_matrix(named)
+    return [float(rho[i, j]) for i in range(len(names)) for j in range(i + 1, len(names))]
+
+
+def spearman_brown(r: float) -> float:
+    """The reliability of a map from all the sentences, from the correlation of two halves' maps."""
+    return 2 * r / (1 + r) if r > -1 else r
+
+
+class RankingCards:
+    """Cards b1 and c (mixed into :class:`~headprune_core.findings.cards.Findings`)."""
+
+    def card_b1(self) -> Card:
+        card = self._card("b1")
+        jobs, curves = self.curves(self.task, self.source, "importance")
+        _, rnd = self.curve(self.task, self.source, "random")
+        if jobs or not curves:
+            card.missing = [j.what for j in jobs] or [f"the plan has no importance curve of {self.task}/{self.source}"]
+            return card
+        total = self.study.head_shape[0] * self.study.head_shape[1]
+        first = next(iter(curves.values()))
+        k40 = min((k for k in first["k"] if k > 0), key=lambda k: abs(k - 0.4 * total))
+        test = f"{self.task}/{self.source}"
+        runs = []
+        for seed, curve in curves.items():
+            at = dict(zip(curve["k"], curve["units"]))
+            runs.append({"0": (test, at[0][0]), "k": (test, at[k40][0])})
+            card.rows.append({"fine-tuning seed": seed, "heads masked": f"{k40} of {total} ({k40 / total:.0%})",
+                              "unmasked": ci_text(bootstrap_ci(at[0])), "importance order": ci_text(bootstrap_ci(at[k40]))})
+        if rnd is not None and k40 in rnd["k"]:
+            r_at = dict(zip(rnd["k"], rnd["units"]))
+            card.rows[0]["random order"] = ci_text(bootstrap_ci(r_at[k40])) + f" ({len(r_at[k40])} draws)"
+        est = run_estimate(runs, lambda m: m["k"] - m["0"])
+        card.decide({"": est})
+        card.measured = (f"Masked at {k40} of {total} heads in importance order, per fine-tuning seed: "
+                         f"{', '.join(f'{v:+.2f}' for v in est.runs)}; {card.estimate_text()}.")
+        card.protocol = (f"Each fine-tuned {self.task.upper()} model ({self.source}; seeds "
+                         f"{', '.join(map(str, curves))}) ranked by its own gate gradients, masks switched on at test "
+                         f"time, {self.plan.eval_sentences} {self.source} test sentences (Michel et al.: one model per "
+                         "task, BERT on MNLI).")
+        return card
+
+    def card_c(self) -> Card:
+        """Per training seed, each language pair's Spearman minus the ceiling their own reliabilities allow
+        (sqrt of the two split-half reliabilities, same model and seed), averaged over pairs and tasks."""
+        card = self._card("c")
+        maps: dict[tuple[str, str], dict[int, np.ndarray]] = {}
+        halves: dict[tuple[str, str], list[dict[int, np.ndarray]]] = {}
+        missing = []
+        tasks = [t for t in self.plan.tasks if len(self.plan.task_langs(t)) >= 2]
+        for task in tasks:
+            for lang in self.plan.task_langs(task):
+                jobs, maps[(task, lang)] = self.score_maps(task, lang)
+                missing += [j.what for j in jobs]
+                for half in (1, 2):
+                    jobs, found = self.score_maps(task, lang, half=half)
+                    missing += [j.what for j in jobs]
+                    halves.setdefault((task, lang), []).append(found)
+        if not tasks:
+            missing.append("the plan needs a task in two languages")
+        if missing:
+            card.missing = missing
+            return card
+        seeds = sorted(set.intersection(*(set(m) for m in maps.values()),
+                                        *(set(h) for pair in halves.values() for h in pair)))
+        if not seeds:
+            card.missing = ["each language's map and its two dev halves from the same training seed"]
+            return card
+        runs, cross_all, ceiling_all = [], [], []
+        for s in seeds:
+            rel = {key: spearman_brown(_pairs({"1": first[s], "2": second[s]})[0])
+                   for key, (first, second) in halves.items()}
+            cross, ceiling = [], []
+            for t in tasks:
+                langs = list(self.plan.task_langs(t))
+                rho = _pairs({lang: maps[(t, lang)][s] for lang in langs})
+                bound = [np.sqrt(max(0.0, rel[(t, a)] * rel[(t, b)])) for i, a in enumerate(langs)
+                         for b in langs[i + 1:]]
+                cross += rho
+                ceiling += bound
+            cross_all.append(float(np.mean(cross)))
+            ceiling_all.append(float(np.mean(ceiling)))
+            runs.append(float(np.mean(np.array(cross) - np.array(ceiling))))
+            card.rows.append({"training seed": s, "across languages (one task)": f"{cross_all[-1]:.2f}",
+                              "their reliability ceiling (split halves)": f"{ceiling_all[-1]:.2f}",
+                              "difference": f"{runs[-1]:+.2f}"})
+        est = Estimate(tuple(runs))  # the scoring sentences are fixed: the interval is over training runs
+        card.decide({"": est})
+        floor = self._cross_task_floor(maps, seeds)
+        card.numbers = {"cross_language": cross_all, "reliability_ceiling": ceiling_all, "cross_task": floor}
+        card.measured = (f"Mean Spearman across languages {np.mean(cross_all):.2f} (Ma et al.: 0.67-0.87, mBERT POS); "
+                         f"what the languages' own split-half reliabilities allow {np.mean(ceiling_all):.2f}; "
+                         f"{card.estimate_text()}."
+                         + (f" For scale (not in the rule: another model per task): two tasks in one language "
+                            f"{np.mean(floor):.2f}." if floor else ""))
+        card.protocol = (f"Gate-gradient scores on {self.plan.score_sentences} dev sentences per language (each half: "
+                         f"half of them), normalised per layer, ranked over all heads, from each task's English "
+                         f"fine-tune (training seeds {', '.join(map(str, seeds))}), as Ma et al. rank with the source "
+                         f"model; {self.model_text}. Reliability: Spearman-Brown of the two halves' rho. The scoring "
+                         "sentences are the same for every seed: the interval is over training runs.")
+        return card
+
+    def _cross_task_floor(self, maps: dict, seeds: list[int]) -> list[float]:
+        """Per seed, the mean Spearman of two tasks' maps in one language (different models: for scale only)."""
+        langs = [lang for lang in self.plan.langs if sum((t, lang) in maps for t in self.plan.tasks) >= 2]
+        return [float(np.mean([np.mean(_pairs({t: maps[(t, lang)][s] for t in self.plan.tasks if (t, lang) in maps}))
+                               for lang in langs])) for s in seeds] if langs else []
