@@ -17,6 +17,7 @@ from headprune_core.findings.cards import (
     ONE_RUN,
     OTHER_WAY,
     REPRODUCED,
+    SAME,
     SMALLER,
     Card,
     Findings,
@@ -26,7 +27,7 @@ from headprune_core.findings.report import family_text, report_html, report_mark
 from headprune_core.runs.estimate import describe_estimate
 
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), SMALLER: ("violet", ":material/trending_down:"),
-          OTHER_WAY: ("red", ":material/swap_horiz:"),
+          OTHER_WAY: ("red", ":material/swap_horiz:"), SAME: ("blue", ":material/link:"),
           INCONCLUSIVE: ("orange", ":material/help:"), ONE_RUN: ("orange", ":material/looks_one:"),
           MISSING: ("gray", ":material/hourglass_empty:")}
 PAGES = {"retrain": ("headprune_app/pages/retrain.py", "Prune & retrain"),

@@ -26,6 +26,7 @@ from headprune_core.findings.cards import (
     ONE_RUN,
     OTHER_WAY,
     REPRODUCED,
+    SAME,
     SMALLER,
     VERDICTS,
     Card,
@@ -34,7 +35,7 @@ from headprune_core.findings.cards import (
 
 FORMATS = ("html", "md")
 COLOURS = {REPRODUCED: "#1a7f37", SMALLER: "#8250df", OTHER_WAY: "#cf222e", INCONCLUSIVE: "#bf8700",
-           ONE_RUN: "#bf8700", MISSING: "#6e7781"}
+           ONE_RUN: "#bf8700", SAME: "#0969da", MISSING: "#6e7781"}
 
 
 def plotly_js() -> str:
