@@ -139,8 +139,8 @@ def render_card(card: Card) -> None:
             st.caption("Not computed yet: " + "; ".join(card.missing))
         else:
             st.markdown(f"**Here.** {card.measured}")
-            mde = card.mde
-            st.caption(captions.mde_caption(mde, h.rule.target, h.rule.unit, h.rule.kind, h.paper_effect))
+            if card.mde is not None:  # a card that is another card's result has no estimate of its own
+                st.caption(captions.mde_caption(card.mde, h.rule.target, h.rule.unit, h.rule.kind, h.paper_effect))
             for note in card.notes:
                 st.caption(note)
             if card.rows:

@@ -59,9 +59,10 @@ def card_text(card: Card, width: int = 110) -> str:
         lines.append(para("  not computed yet", "; ".join(card.missing)))
     else:
         lines.append(para("  measured", card.measured))
-        lines.append(para("  minimum detectable effect (information, not a gate)",
-                          f"{card.mde:.2f} {h.rule.unit} (paper: {h.paper_effect})"))
-        lines.append(para("  how often this rule is wrong", calibration_line(card.calibration)))
+        if card.mde is not None:  # a card that is another card's result has no estimate of its own
+            lines.append(para("  minimum detectable effect (information, not a gate)",
+                              f"{card.mde:.2f} {h.rule.unit} (paper: {h.paper_effect})"))
+            lines.append(para("  how often this rule is wrong", calibration_line(card.calibration)))
         lines += [para("  note", n) for n in card.notes]
         lines.append(para("  protocol here", card.protocol))
     return "\n".join(lines) + "\n"
