@@ -137,7 +137,7 @@ def summary_rows(cards: list[Card], fam: dict | None = None) -> list[dict]:
     adjusted = (fam or {}).get("cards", {})
     rows = []
     for c in cards:
-        here = "not computed yet"
+        here = f"see card {c.same_as}" if c.verdict == SAME else "not computed yet"
         if c.estimates:
             here = "; ".join(f"{name + ': ' if name else ''}{e.diff:+.2f} [{lo:+.2f}, {hi:+.2f}]"
                              for name, e in c.estimates.items() for lo, hi in [e.interval()])
