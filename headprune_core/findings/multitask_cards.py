@@ -89,24 +89,25 @@ class MultitaskCards:
     def card_f4(self) -> Card:
         """Training steps (batches) spent choosing the auxiliaries and training the final model: GradTS-trial
         (every unit's single-task fine-tune for its map, each trial run, the final run) against the bandit (its
-        search steps, the final run); counted from the runs' logs, so shared cores do not move it."""
+        search steps, the final run); counted from the runs' logs as the GradTS result keeps them, so shared cores do
+        not move it."""
         card = self._card("f4")
         job, res, gts = self.gradts()
         if res is None:
             card.missing = [job.what if job else "the plan has no GradTS check"]
             return card
 
-        def steps(cfg) -> int | None:
-            log = self.study.store.get_part(cfg, "log")
-            return None if log is None else int(log["steps"])
+        def steps(cfg, stored=None) -> int | None:  # kept in the result; older results: the run's log
+            return int(stored) if stored is not None else gts.train_steps(cfg)
 
-        maps = [steps(gts.single_config(u)) for u in gts.units]
+        kept = res.get("map_steps") or {}
+        maps = [steps(gts.single_config(u), kept.get(u)) for u in gts.units]
         savings = []
         for v in res["validation"]:
             primary = v["primary"]
-            trials = [steps(gts.multi_config(primary, t["aux"])) for t in v["trial"]["trials"]]
+            trials = [steps(gts.multi_config(primary, t["aux"]), t.get("train_steps")) for t in v["trial"]["trials"]]
             for seed, b in v["bandit"].items():
-                final = {row: steps(gts.multi_config(primary, r["aux"], seed=int(seed)))
+                final = {row: steps(gts.multi_config(primary, r["aux"], seed=int(seed)), r.get("train_steps"))
                          for row in ("trial", "bandit") for r in v["rows"] if r["row"] == row and str(r["seed"]) == seed}
                 if None in (*maps, *trials, *final.values()) or len(final) < 2:
                     continue

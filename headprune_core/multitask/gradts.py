@@ -199,6 +199,12 @@ class GradTS:
         log = self.study.store.get_part(self.multi_config(primary, aux, seed=seed, keep=keep), "log")
         return None if log is None else float(log["seconds"])
 
+    def train_steps(self, cfg) -> int | None:
+        """Optimizer steps of the fine-tune ``cfg`` as stored in its log (None if it is not cached). The result
+        keeps them, so a bundle without the fine-tunes' entries still has them (card f4)."""
+        log = self.study.store.get_part(cfg, "log")
+        return None if log is None else int(log["steps"])
+
     def fg(self, primary: str) -> dict:
         """GradTS-fg for ``primary``: each other unit's per-example maps against the primary's map; the
         training rows above ``fg_threshold`` are kept. ``{"units": {unit: {"tau", "rows", "kept"}}, "keep":
@@ -243,6 +249,7 @@ class GradTS:
         for t in sel["trial"]["trials"]:
             t["train_seconds"] = self.train_seconds(primary, t["aux"])
             t["dev_seconds"] = self.study.store.seconds(self.eval_config(primary, t["aux"], split="validation"))
+            t["train_steps"] = self.train_steps(self.multi_config(primary, t["aux"]))
         fg = self.fg(primary)
         bandits = {seed: self.bandit(primary, seed) for seed in self.plan.train_seeds}
         others = [u for u in self.units if u != primary]
@@ -283,7 +290,7 @@ class GradTS:
         return {"row": row, "aux": list(aux), "units": list(ft.tasks), "metric": test["metric"], "seed": int(seed),
                 "test": float(test["score"]), "dev": float(dev["score"]), "n_test": test.get("n"),
                 "test_units": test["units"], "train_seconds": self.train_seconds(primary, aux, seed=seed, keep=keep),
-                "finetune_key": ft.key(), "examples": {u: len(r) for u, r in (keep or {}).items()}}
+                "train_steps": self.train_steps(ft), "finetune_key": ft.key(), "examples": {u: len(r) for u, r in (keep or {}).items()}}
 
     def run(self) -> dict:
         """Every part through the cache, then the assembled result (itself cached under :meth:`config`)."""
@@ -298,6 +305,7 @@ class GradTS:
                 "plan": self.plan.to_dict(), "units": list(self.units), "primaries": list(self.primaries),
                 "method": self.plan.method, "names": aff["names"], "note": self.plan.note,
                 "validation": results,
+                "map_steps": {u: self.train_steps(self.single_config(u)) for u in self.units},
                 "seconds": {**self._seconds(results, start, maps_done),
                             "cpu": round(time.process_time() - cpu, 1)}},
                 "tau": aff["tau"], "spearman": aff["spearman"]}

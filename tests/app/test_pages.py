@@ -274,10 +274,6 @@ def test_a_background_sweep_shows_on_the_overview_and_where_results_are_missing(
 
 
 @pytest.mark.slow  # about 3 minutes: the click retrains the tiny model 24 times and runs a GradTS check
-@pytest.mark.xfail(reason="KNOWN GAP (issue 33, open): the bundle round trip at the end shows different Findings "
-                          "numbers on the laptop; suspected: card f4 now reads the fine-tunes' logs, which a bundle "
-                          "without weights does not carry. To fix first next session, then remove this mark.",
-                   strict=False)
 def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, monkeypatch):
     """After set-up the Findings page says what is missing with an estimate; one click computes the plan's
     findings and every card shows a verdict with numbers."""
