@@ -202,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--card", action="append", default=[], help="only this card (e.g. a1; repeat for several)")
     p.add_argument("--draws", type=count_arg, default=1000,
                    help="simulated draws that measure each rule's error rates (default 1000)")
+    p.add_argument("--plan", dest="projection", action="store_true",
+                   help="print, per open card, the runs and held-out sentences a decision at the paper's effect "
+                        "needs (projected from the design file) and the minutes each later look takes here; "
+                        "computes nothing")
+    p.add_argument("--staged", action="store_true",
+                   help="read the cards through the staged design (more training runs only for open cards, each "
+                        "extra look paid for by alpha spending); computes nothing unless --budget is given")
+    p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
+                   help="with --staged (implied): compute the preset, then more training runs (3, 5, 8) only for "
+                        "the experiments of cards still open, within this many minutes; resumes from the cache")
     p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
     p.add_argument("--cache", default=None)

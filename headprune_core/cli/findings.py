@@ -25,13 +25,26 @@ def _findings(args) -> Findings:
 def cmd_findings(args) -> int:
     found = _findings(args)
     plan = found.plan
-    cards = [found.card(c) for c in args.card] if args.card else found.cards()
-    missing = found.missing()
+    if getattr(args, "projection", False):
+        return _print_projection(found, args)
+    staged = None
+    if getattr(args, "budget", None) is not None or getattr(args, "staged", False):
+        staged = _staged(found, args)
+        cards = [c for c in staged.cards if not args.card or c.key in args.card]
+        missing = staged.next_jobs if staged.next_look == 0 else []
+    else:
+        cards = [found.card(c) for c in args.card] if args.card else found.cards()
+        missing = found.missing()
     fam = family(cards)
     if args.format == "json":
-        print(json.dumps({"plan": plan.name, "model": plan.model, "missing_jobs": len(missing),
-                          "cards": [c.to_dict() for c in cards], "family": fam}, indent=2))
+        out = {"plan": plan.name, "model": plan.model, "missing_jobs": len(missing),
+               "cards": [c.to_dict() for c in cards], "family": fam}
+        if staged is not None:
+            out["staged"] = staged.to_dict()
+        print(json.dumps(out, indent=2))
         return 0
+    if staged is not None:
+        print(staged_text(staged) + "\n")
     print(f"Findings of plan {plan.name} ({plan.model}): {len(missing)} of {len(found.jobs)} results not computed "
           f"yet{' (headprune study ' + plan.name + ' computes them)' if missing else ''}.\n")
     for row in summary_rows(cards, fam):
@@ -40,6 +53,78 @@ def cmd_findings(args) -> int:
     print("\n" + textwrap.fill(family_text(fam), width=110) + "\n")
     for card in cards:
         print(card_text(card))
+    return 0
+
+
+def _staged(found: Findings, args):
+    """The staged design on the cache: computed within ``--budget`` minutes first when given."""
+    from tqdm import tqdm
+
+    from headprune_core.findings.staged import read_staged, run_staged
+
+    if args.budget is None:
+        return read_staged(found.study, found.plan, draws=args.draws)
+    if args.budget <= 0:
+        raise ValueError(f"--budget is minutes of computing, more than 0 (got {args.budget:g})")
+    bar = tqdm(desc="staged findings", unit="job")
+
+    def on_job(i, n, what, cached):
+        bar.total = n
+        bar.set_postfix_str(("cached: " if cached else "") + what)
+        bar.update(1 if i else 0)
+
+    try:
+        return run_staged(found.study, found.plan, budget_s=60 * args.budget, draws=args.draws, on_job=on_job,
+                          log=lambda m: tqdm.write(m))
+    finally:
+        bar.close()
+
+
+def staged_text(staged) -> str:
+    """The staged design's looks in words: which cards each look judged and decided, and what is next."""
+    from headprune_core.findings.staged import LOOKS
+    design = ", ".join(f"{runs} runs at {100 * a:g}%" for runs, a in LOOKS)
+    lines = [f"Staged design ({design}; the first look that decides gives the verdict):"]
+    for look in staged.looks:
+        lines.append(f"  look {look['look']} ({look['runs']} runs, alpha {look['alpha']:g}): judged "
+                     f"{len(look['cards'])} card(s), decided {', '.join(look['decided']) or 'none'}")
+    if staged.next_look is not None:
+        lines.append(f"  next: look {staged.next_look + 1} needs {len(staged.next_jobs)} more job(s) "
+                     f"(headprune findings --budget MINUTES computes them)")
+    lines.append(f"  open: {', '.join(staged.open) or 'none'}")
+    return "\n".join(lines)
+
+
+def _print_projection(found: Findings, args) -> int:
+    """``headprune findings --plan``: per open card, what a decision at the paper's effect needs."""
+    from headprune_core.findings.staged import LOOKS, MIN_POWER, projection
+
+    cards = [found.card(c) for c in args.card] if args.card else found.cards()
+    rows = projection(found.study, found.plan, cards)
+    if args.format == "json":
+        print(json.dumps({"plan": found.plan.name, "looks": [list(x) for x in LOOKS], "cards": rows}, indent=2))
+        return 0
+    print(f"Open cards of plan {found.plan.name} and what a decision at the paper's effect needs (projected from "
+          "the design file's variance parts; power at each look of the staged design, "
+          + ", ".join(f"{r} runs at alpha {a:g}" for r, a in LOOKS) + "):\n")
+    for r in rows:
+        powers = ", ".join(f"{runs} runs {100 * p:.0f}%" for runs, p in r["power"].items())
+        need = r["runs_needed"]
+        need_text = f"{need} runs" if need else "more than 200 runs"
+        more = ""
+        if r["more_sentences"]:
+            m = r["runs_needed_more_sentences"]
+            more = (f"; with {r['more_sentences']} test sentences per target language: "
+                    + (f"{m} runs" if m else "still more than 200 runs"))
+        cost = ", ".join(f"to {runs} runs about {mins:.0f} min" for runs, mins in r["minutes"].items())
+        staged = ("the staged mode adds runs" if r["more_runs"] else
+                  f"the staged mode leaves it (projected power under {100 * MIN_POWER:.0f}% at the last look)")
+        print(textwrap.fill(
+            f"({r['card']}) {r['verdict']}: sentence part {100 * r['sentence_share']:.0f}% of the variance "
+            f"({r['sentences'] or 'no'} test sentences); power {powers}; 80% power at alpha 1% needs {need_text}"
+            f"{more}; here: {cost}; {staged}.", width=110, subsequent_indent="    "))
+    if not rows:
+        print("No open card: every card is decided (or is another card's result).")
     return 0
 
 

@@ -33,6 +33,7 @@ from headprune_core.methods.inference import (
     draw_verdicts,
     error_rates,
     rates,
+    sequential,
     truths,
 )
 
@@ -57,19 +58,29 @@ def combine(verdicts: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = DRAWS, seed: int = 0) -> dict:
+def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = DRAWS, seed: int = 0,
+              looks: tuple[tuple[int, float], ...] | None = None) -> dict:
     """The error rates of ``h``'s rule around the sizes of ``estimates`` (one per part: an estimate, or its
     :meth:`~headprune_core.methods.inference.Estimate.size` as recorded in a design file): ``false_reproduced``,
     ``false_not_reproduced`` (and both ``*_given_gate``), ``power``, ``rates`` (every verdict's share under each
-    truth), ``draws``, ``sizes`` and ``goals_missed`` (which 5% goals the rule misses here, after its gates)."""
+    truth), ``draws``, ``sizes`` and ``goals_missed`` (which 5% goals the rule misses here, after its gates).
+
+    ``looks`` (``[(runs, alpha), ...]``): the staged design's looks, from the sizes' runs on; every part is
+    judged at each look, the parts combined per look, and the first look that decides counts
+    (:func:`~headprune_core.methods.inference.sequential`): the rates are those of the whole staged design, every
+    extra look counted."""
     rule = h.rule
     planted = truths(rule)
     rng = np.random.default_rng(seed)
     sizes = [e.size() if isinstance(e, Estimate) else dict(e) for e in estimates]
 
     def verdicts(deltas: list[float]) -> tuple[np.ndarray, np.ndarray]:
-        outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng) for d, s in zip(deltas, sizes)]
-        return combine([o["verdict"] for o in outs]), np.all([o["passed"] for o in outs], axis=0)
+        outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks) for d, s in zip(deltas, sizes)]
+        passed = np.all([o["passed"] for o in outs], axis=0)
+        if looks is None:
+            return combine([o["verdict"] for o in outs]), passed
+        per_look = np.stack([combine([o["by_look"][i] for o in outs]) for i in range(len(looks))])
+        return sequential(per_look)[0], passed
 
     n = len(estimates)
     plain, given = {}, {}
@@ -82,6 +93,8 @@ def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = D
                                                   ("false not reproduced <= 5%", "false_not_reproduced_given_gate"))
                            if not out[key] <= GOAL]
     out["sizes"] = sizes
+    if looks is not None:
+        out["looks"] = [list(x) for x in looks]
     return out
 
 
@@ -104,8 +117,8 @@ def family(cards) -> dict:
     from statsmodels.stats.multitest import multipletests  # here: statsmodels imports in 3 s; only the page needs it
 
     decided = [c for c in cards if c.estimates and c.verdict not in (ONE_RUN,)]
-    rows = {c.key: {"paper": c.paper, "verdict": c.verdict, "p": card_p_value(c.hypothesis, list(c.estimates.values()))}
-            for c in decided}
+    rows = {c.key: {"paper": c.paper, "verdict": c.verdict, "p": card_p_value(c.hypothesis, list(c.estimates.values())),
+                    "alpha": c.hypothesis.rule.alpha / 2} for c in decided}
     for paper in sorted({r["paper"] for r in rows.values()}):
         keys = [k for k, r in rows.items() if r["paper"] == paper]
         adj = multipletests([rows[k]["p"] for k in keys], alpha=ONE_SIDED, method="holm")[1]
@@ -116,8 +129,8 @@ def family(cards) -> dict:
         for r, p in zip(rows.values(), adj):
             r["p_bh"] = float(p)
     for r in rows.values():
-        for method in ("holm", "bh"):
-            keep = r["verdict"] != REPRODUCED or r[f"p_{method}"] <= ONE_SIDED
+        for method in ("holm", "bh"):  # a staged look's card is held to its own (smaller) alpha
+            keep = r["verdict"] != REPRODUCED or r[f"p_{method}"] <= min(ONE_SIDED, r["alpha"])
             r[f"verdict_{method}"] = r["verdict"] if keep else INCONCLUSIVE
     rates_ = [c.calibration["false_reproduced_given_gate"] for c in cards if c.calibration]
     families = len({c.paper for c in cards if c.calibration})

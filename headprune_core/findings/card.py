@@ -40,6 +40,8 @@ class Card:
     data: str = ""  # the task and data, in words
     reason: str = ""  # why the verdict is what it is, in a line
     same_as: str = ""  # the card whose result this one is (verdict SAME), shown and counted there
+    looks: tuple | None = None  # a staged design's looks ((runs, alpha), ...): its rates count every look
+    look: int = 0  # which of them gave the verdict (0: the first, the preset's own three runs)
 
     key = property(lambda self: self.hypothesis.id)
     title = property(lambda self: self.hypothesis.title)
@@ -68,7 +70,8 @@ class Card:
         rule = self.hypothesis.rule
         self.verdict = str(combine([np.array([rule.decide(e)], dtype=object) for e in estimates.values()])[0])
         self.reason = "; ".join((f"{name}: " if name else "") + rule.reason(e) for name, e in estimates.items())
-        self.calibration = calibrate(self.hypothesis, list(estimates.values()), draws=draws or self.draws)
+        self.calibration = calibrate(self.hypothesis, list(estimates.values()), draws=draws or self.draws,
+                                     looks=self.looks)
 
     def verdict_text(self) -> str:
         """The verdict in words that name this model and data beside the paper's: a *not reproduced* reads as
@@ -94,7 +97,7 @@ class Card:
         h = self.hypothesis
         parts = []
         for name, e in self.estimates.items():
-            low, high = e.interval()
+            low, high = e.interval(h.rule.level)
             parts.append(f"{name + ': ' if name else ''}{e.diff:+.2f} [{low:+.2f}, {high:+.2f}] {h.rule.unit} "
                          f"({e.n_runs} run{'s' if e.n_runs != 1 else ''}, {e.df:.0f} df; MDE {e.mde(h.rule.kind):.2f}, "
                          "information only)")
@@ -109,13 +112,14 @@ class Card:
                 "margin": h.rule.margin, "effect": h.rule.effect, "unit": h.rule.unit,
                 "paper_effect": h.paper_effect, "mde": self.mde, "verdict": self.verdict,
                 "verdict_text": self.verdict_text(), "reason": self.reason, "p": self.p, "model": self.model,
-                "data": self.data, "same_as": self.same_as,
+                "data": self.data, "same_as": self.same_as, "alpha": h.rule.alpha, "look": self.look,
                 "numbers": {"estimates": {name or "all": e.to_dict() for name, e in self.estimates.items()},
                             **self.numbers},
                 "calibration": None if self.calibration is None else {
                     k: self.calibration[k] for k in ("false_reproduced", "false_not_reproduced",
                                                      "false_reproduced_given_gate", "false_not_reproduced_given_gate",
-                                                     "power", "draws", "goals_missed", "rates", "sizes")},
+                                                     "power", "draws", "goals_missed", "rates", "sizes")
+                    if k in self.calibration} | ({"looks": self.calibration["looks"]} if self.looks else {}),
                 "measured": self.measured, "protocol": self.protocol, "missing": self.missing, "notes": self.notes,
                 "rows": self.rows, "page": h.page}
 

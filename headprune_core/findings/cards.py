@@ -11,6 +11,8 @@ retraining (:mod:`~headprune_core.findings.ranking_cards`), multi-task training 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from headprune_core.findings.calibration import DRAWS
 from headprune_core.findings.card import Card, model_label
 from headprune_core.findings.evidence import Evidence
@@ -37,14 +39,19 @@ class Findings(RetrainCards, RankingCards, MultitaskCards, Evidence):
     """The cards of ``plan`` (default: the ``findings`` preset) on ``study``'s cache; each rule's error rates are
     measured on ``draws`` simulated draws."""
 
-    def __init__(self, study, plan=None, *, task: str = "pos", draws: int = DRAWS):
+    def __init__(self, study, plan=None, *, task: str = "pos", draws: int = DRAWS, look: int = 0,
+                 looks: tuple | None = None):
         super().__init__(study, plan, task=task)
         self.draws = draws
         self.model_text = model_label(study.model_id)
+        self.looks, self.look = looks, look  # a staged design (findings/staged.py): its looks, and this one
 
     def _card(self, card_id: str) -> Card:
-        return Card(BY_ID[card_id], draws=self.draws, model=self.model_text,
-                    data=f"{self.task.upper()}, {self.source} source")
+        h = BY_ID[card_id]
+        if self.looks:  # a staged look decides at its own alpha, and its rates count every look
+            h = replace(h, rule=replace(h.rule, alpha=self.looks[self.look][1]))
+        return Card(h, draws=self.draws, model=self.model_text, data=f"{self.task.upper()}, {self.source} source",
+                    looks=self.looks, look=self.look)
 
     def cards(self) -> list[Card]:
         return [getattr(self, f"card_{h.id}")() for h in HYPOTHESES]

@@ -59,13 +59,13 @@ def card_figure(card: Card) -> dict | None:
     rule = card.hypothesis.rule
     names = [name or card.key for name in card.estimates]
     est = list(card.estimates.values())
-    intervals = [e.interval() for e in est]
+    intervals = [e.interval(rule.level) for e in est]
     data = [
         {"type": "scatter", "mode": "markers", "name": "training runs", "x": [r for e in est for r in e.runs],
          "y": [n for n, e in zip(names, est) for _ in e.runs], "marker": {"color": "#8c959f", "size": 9,
                                                                         "symbol": "circle-open"},
          "hovertemplate": "run: %{x:.2f}<extra></extra>"},
-        {"type": "scatter", "mode": "markers", "name": "mean, 95% interval", "x": [e.diff for e in est], "y": names,
+        {"type": "scatter", "mode": "markers", "name": f"mean, {rule.level_text} interval", "x": [e.diff for e in est], "y": names,
          "marker": {"color": COLOURS.get(card.verdict, "#0969da"), "size": 14},
          "error_x": {"type": "data", "symmetric": False, "array": [hi - e.diff for e, (_, hi) in zip(est, intervals)],
                      "arrayminus": [e.diff - lo for e, (lo, _) in zip(est, intervals)], "thickness": 3, "width": 8},
@@ -140,7 +140,7 @@ def summary_rows(cards: list[Card], fam: dict | None = None) -> list[dict]:
         here = f"see card {c.same_as}" if c.verdict == SAME else "not computed yet"
         if c.estimates:
             here = "; ".join(f"{name + ': ' if name else ''}{e.diff:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-                             for name, e in c.estimates.items() for lo, hi in [e.interval()])
+                             for name, e in c.estimates.items() for lo, hi in [e.interval(c.hypothesis.rule.level)])
             here += f" {c.hypothesis.rule.unit}, {min(e.n_runs for e in c.estimates.values())} runs"
         adj = adjusted.get(c.key, {})
         rows.append({"card": c.key, "claim": c.title, "here": here, "paper": c.hypothesis.paper_effect,

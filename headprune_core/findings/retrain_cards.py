@@ -73,8 +73,8 @@ class RetrainCards:
         what = f"{len(langs)} {'target ' if setting == 'cross' else ''}languages"
         card.measured = (f"Dev-picked k (among the pruned levels): {best}. Mean change over {what}, per seed: "
                          f"{', '.join(f'{v:+.2f}' for v in est.runs)}; {card.estimate_text()}. At each fixed k: "
-                         + "; ".join(f"k = {lab}: {e.diff:+.2f} [{e.interval()[0]:+.2f}, {e.interval()[1]:+.2f}]"
-                                     for lab, e in fixed.items()) + ".")
+                         + "; ".join(f"k = {lab}: {e.diff:+.2f} [{lo:+.2f}, {hi:+.2f}]" for lab, e in fixed.items()
+                                     for lo, hi in [e.interval(card.hypothesis.rule.level)]) + ".")
         levels = ", ".join(lab for lab in ex.levels if lab != "0")
         card.protocol = self._retrain_protocol(ex) + (
             f" k in {{{levels}}}, picked per run on English dev among the pruned levels (Ma et al.: 1..12, one "

@@ -32,7 +32,7 @@ same, as when the dev split picks the unpruned model in every run) has no interv
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal, Sequence
 
@@ -262,6 +262,7 @@ class Rule:
     margin: float = 0.0
     min_runs: int = MIN_RUNS
     unit: str = "points"
+    alpha: float = ALPHA  # the interval's two-sided level is 1 - alpha (a staged look spends less: findings/staged)
 
     def __post_init__(self):
         if self.kind not in ("superiority", "equivalence"):
@@ -270,6 +271,17 @@ class Rule:
             raise ValueError("a superiority rule needs the paper's effect > 0 (orient the statistic)")
         if self.kind == "equivalence" and self.margin <= 0:
             raise ValueError("an equivalence rule needs a margin > 0")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"a rule's alpha is a probability in (0, 1), not {self.alpha}")
+
+    @property
+    def level(self) -> float:
+        """The two-sided level of the interval the rule decides from (0.95 unless a staged look spends less)."""
+        return 1 - self.alpha
+
+    @property
+    def level_text(self) -> str:
+        return f"{100 * self.level:g}%"
 
     @property
     def target(self) -> float:
@@ -285,8 +297,8 @@ class Rule:
     def reason(self, est: Estimate) -> str:
         """Why the verdict is what it is, in a line (for an inconclusive card, its reason)."""
         verdict = self.decide(est)
-        low, high = est.interval()
-        iv = f"the 95% interval [{low:+.2f}, {high:+.2f}] {self.unit}"
+        low, high = est.interval(self.level)
+        iv = f"the {self.level_text} interval [{low:+.2f}, {high:+.2f}] {self.unit}"
         if verdict == ONE_RUN:
             return f"{est.n_runs} training run(s): fewer than {self.min_runs}, no replication"
         if est.se == 0:
@@ -308,17 +320,17 @@ class Rule:
         gate = (f"Fewer than {self.min_runs} training runs: inconclusive (no replication); no spread at all: "
                 "inconclusive. ")
         if self.kind == "superiority":
-            return gate + ("Otherwise, from the 95% interval alone: reproduced when it is above 0; the other way "
-                           f"when it lies wholly below 0; not reproduced (smaller here) when it lies below the "
+            return gate + (f"Otherwise, from the {self.level_text} interval alone: reproduced when it is above 0; "
+                           "the other way when it lies wholly below 0; not reproduced (smaller here) when it lies below the "
                            f"paper's effect ({self.effect:+g} {self.unit}) but holds 0; else inconclusive. The "
                            "minimum detectable effect is shown, never a gate.")
-        return gate + (f"Otherwise, from the 95% interval alone: reproduced when it lies inside +-{self.margin:g} "
-                       f"{self.unit} (two one-sided tests at 2.5%); the other way when it lies wholly outside; "
-                       "else inconclusive. The minimum detectable effect is shown, never a gate.")
+        return gate + (f"Otherwise, from the {self.level_text} interval alone: reproduced when it lies inside "
+                       f"+-{self.margin:g} {self.unit} (two one-sided tests at {100 * self.alpha / 2:g}%); the other way when it lies "
+                       "wholly outside; else inconclusive. The minimum detectable effect is shown, never a gate.")
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "effect": self.effect, "margin": self.margin, "min_runs": self.min_runs,
-                "unit": self.unit, "text": self.text()}
+                "unit": self.unit, "alpha": self.alpha, "text": self.text()}
 
 
 def decide(rule: Rule, diff, se, df, n_runs: int):
@@ -330,7 +342,7 @@ def decide(rule: Rule, diff, se, df, n_runs: int):
         out[...] = ONE_RUN
         return out if out.ndim else out.item()
     ok = se > 0  # no spread: no interval to decide from
-    half = _t(1 - ALPHA / 2, df) * se
+    half = _t(1 - rule.alpha / 2, df) * se
     low, high = diff - half, diff + half
     if rule.kind == "superiority":
         out[ok & (high < rule.effect)] = SMALLER
@@ -378,7 +390,7 @@ def _heavy(rng: np.random.Generator, dof: float, size) -> np.ndarray:
 
 
 def draw_verdicts(rule: Rule, delta: float, size: dict, *, draws: int, rng: np.random.Generator,
-                  spread: tuple[float, float] = SCALE_RANGE) -> dict:
+                  spread: tuple[float, float] = SCALE_RANGE, looks: Sequence[tuple[int, float]] | None = None) -> dict:
     """``draws`` verdicts of ``rule`` when the true difference is ``delta``, simulated per sentence.
 
     Data-generating model, per draw: ``y[r, j] = delta + a[r] + b[j] + e[r, j]`` for ``R`` runs and up to
@@ -387,9 +399,17 @@ def draw_verdicts(rule: Rule, delta: float, size: dict, *, draws: int, rng: np.r
     :meth:`Estimate.size`) times a factor drawn log-uniformly in ``spread`` (0.5x to 3x): the true sizes are
     drawn around the estimates, not fixed at them. The rule sees what it sees on real results: the per-run
     means and the crossed ANOVA of the per-(run, sentence) values (or the runs alone when ``size`` has no
-    sentences). Returns ``{"verdict", "passed"}``: the verdicts, and which draws passed every gate the rule has.
+    sentences).
+
+    ``looks`` (``[(runs, alpha), ...]``, runs rising): a staged design. The draw is judged on its first runs at
+    each look with that look's alpha, and keeps the first verdict that decides (reproduced, smaller here, the
+    other way); a draw open at the last look stays inconclusive. Default: one look, ``size``'s runs at the rule's
+    alpha. Returns ``{"verdict", "passed", "look"}``: the verdicts, which draws passed every gate the rule has,
+    and the index of the look each verdict came from.
     """
     n_runs = int(size["n_runs"])
+    looks = tuple((int(r), float(a)) for r, a in looks) if looks else ((n_runs, rule.alpha),)
+    r_max = max(r for r, _ in looks)
     parts = np.array([size["run"], size["sentences"], size["residual"]], dtype=float)
     total = parts.sum()
     if total <= 0:
@@ -403,22 +423,38 @@ def draw_verdicts(rule: Rule, delta: float, size: dict, *, draws: int, rng: np.r
     lo, hi = np.log(spread[0]), np.log(spread[1])
     scale = np.exp(rng.uniform(lo, hi, size=(draws, 3)))  # per draw, per part: the true sd's factor
     n = 1 if runs_only else min(SIM_SENTENCES, int(size["n_sentences"]))
-    sd_a = np.sqrt(parts[0] * n_runs) * scale[:, 0]
-    a = sd_a[:, None] * _heavy(rng, 5, (draws, n_runs))
+    sd_a = np.sqrt(parts[0] * n_runs) * scale[:, 0]  # per run: the recorded part of the mean times its runs
+    a = sd_a[:, None] * _heavy(rng, 5, (draws, r_max))
     if runs_only:
-        stat = delta + a
-        est = crossed_parts(stat, [])
+        y = (delta + a)[:, :, None]
     else:
         sd_b = np.sqrt(parts[1] * n) * scale[:, 1]
         sd_e = np.sqrt(parts[2] * n_runs * n) * scale[:, 2]
         b = sd_b[:, None] * _heavy(rng, 4, (draws, n))
-        y = delta + a[:, :, None] + b[:, None, :] + sd_e[:, None, None] * _heavy(rng, 4, (draws, n_runs, n))
-        stat = y.mean(axis=-1)
-        est = crossed_parts(stat, [y])
-    se = np.sqrt(np.maximum(est["var"], 0.0))
-    verdict = decide(rule, stat.mean(axis=-1), se, est["df"], n_runs)
-    passed = (verdict != ONE_RUN) & (se > 0)
-    return {"verdict": np.asarray(verdict, dtype=object).reshape(draws), "passed": np.broadcast_to(passed, (draws,))}
+        y = delta + a[:, :, None] + b[:, None, :] + sd_e[:, None, None] * _heavy(rng, 4, (draws, r_max, n))
+    by_look = []
+    passed = np.ones(draws, dtype=bool)
+    for i, (runs, alpha) in enumerate(looks):
+        yr = y[:, :runs]
+        stat = yr.mean(axis=-1)
+        est = crossed_parts(stat, [] if runs_only else [yr])
+        se = np.sqrt(np.maximum(est["var"], 0.0))
+        by_look.append(np.asarray(decide(replace(rule, alpha=alpha), stat.mean(axis=-1), se, est["df"], runs),
+                                  dtype=object).reshape(draws))
+        if i == 0:
+            passed = (by_look[0] != ONE_RUN) & (se > 0)
+    verdict, look = sequential(np.stack(by_look))
+    return {"verdict": verdict, "passed": passed, "look": look, "by_look": np.stack(by_look)}
+
+
+def sequential(by_look: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The verdicts of a staged design from each look's verdicts (``looks x draws``): the first look that
+    decides (reproduced, smaller here, the other way) gives the verdict; a draw that no look decides keeps the
+    last look's. Returns the verdicts and the index of the look each came from."""
+    by_look = np.asarray(by_look, dtype=object)
+    decided = np.isin(by_look, DECIDED)
+    first = np.where(decided.any(axis=0), decided.argmax(axis=0), len(by_look) - 1)
+    return by_look[first, np.arange(by_look.shape[1])], first
 
 
 def rates(verdicts: np.ndarray, passed: np.ndarray | None = None) -> dict[str, float]:

@@ -2,7 +2,7 @@
 (20,000: the standard error of a 5% rate is 0.15 points), with the per-sentence data-generating model (run,
 sentence and run-by-sentence effects, heavy tails, true sizes drawn 0.5x to 3x around the recorded ones): at a
 size where the data can tell, at a size where it cannot (there the rule must say inconclusive, not be wrong),
-and around the sizes the findings preset measured (data/findings_sizes.json, from `headprune findings --format
+and around the sizes the findings preset measured (the design file headprune_core/findings/design.json, from `headprune findings --format
 json` on its cache: each card's ``calibration.sizes``), where a card whose rule misses a goal must say so. A
 second data-generating model, not the rule's own (tokens drawn per sentence from logit-normal run and sentence
 effects, through the real per-sentence code path), checks the same goals."""
@@ -10,20 +10,20 @@ effects, through the real per-sentence code path), checks the same goals."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from headprune_core.findings.calibration import GOAL, calibrate
 from headprune_core.findings.hypotheses import BY_ID, HYPOTHESES
+from headprune_core.findings.staged import DESIGN
 from headprune_core.methods.inference import AGAINST, REPRODUCED, Rule
 from headprune_core.methods.uncertainty import run_estimate
 
 pytestmark = pytest.mark.slow
 
 DRAWS = 20_000
-SIZES = Path(__file__).parent / "data" / "findings_sizes.json"
+SIZES = DESIGN
 
 
 def _size(se: float, runs: int, *, run_share: float = 0.5, n_sentences: int | None = 300) -> dict:

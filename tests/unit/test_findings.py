@@ -244,3 +244,12 @@ def test_stem_cells_on_planted_maps(small_findings, monkeypatch):
     three = {u: same[u] for u in units[:3]}
     card = _stem_cells(small_findings, monkeypatch, three)
     assert card.verdict == MISSING and "at least 5 distinct tasks" in card.missing[0]
+
+
+def test_the_staged_reading_of_an_empty_cache_asks_for_the_first_look(small_findings):
+    from headprune_core.findings.staged import read_staged
+    study, plan = small_findings
+    state = read_staged(study, plan, draws=50)
+    assert state.next_look == 0 and state.next_plan == plan
+    assert {j.cfg.key() for j in state.next_jobs} == {j.cfg.key() for j in Findings(study, plan).missing()}
+    assert all(c.verdict == MISSING for c in state.cards) and state.looks[0]["decided"] == []

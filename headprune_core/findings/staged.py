@@ -1,0 +1,325 @@
+"""Compute where a card is open: the staged Findings design and its projection from the design file.
+
+**The staged design.** The findings preset trains every experiment with 3 seeds. A card that is still open after
+them (inconclusive) gets more training runs, and only it: the experiments it reads are trained with 5 seeds
+(look 2), then 8 (look 3), as long as ``--budget`` allows. Each look judges the card on its first runs, at the
+look's own alpha (:data:`LOOKS`: 5% at the preset's 3 runs, then 1% and 1%), and the first look that decides
+gives the verdict: a card decided at look 1 keeps its look-1 verdict even when another card's look trains more
+seeds of the runs it shares. The extra looks are paid for by alpha spending: per side 2.5% + 0.5% + 0.5% = 3.5%
+at most by the union bound, under the 5% goal, and the rates each card shows are simulated for the whole design
+(:func:`~headprune_core.findings.calibration.calibrate` with ``looks``). Everything is a function of the cache:
+a rerun resumes where the last one stopped, and the page, the CLI and the report read the same looks.
+
+Where the design file says the test-sentence part of a card's variance is at least half of it, a later look also
+tests the target languages on up to :data:`MORE_SENTENCES` held-out sentences (every one of es, fr, it, de, nl):
+evaluation is cheap next to training.
+
+**The projection** (``headprune findings --plan``): per open card, from the design file's variance parts (a
+committed record of an earlier computation, updated on purpose, never the runs being judged), the power at each
+look and the runs and sentences a decision at the paper's effect needs, with the minutes each look costs here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from headprune_core.findings.cards import INCONCLUSIVE, MISSING, Card, Findings
+from headprune_core.findings.hypotheses import BY_ID
+from headprune_core.methods.inference import satterthwaite
+from headprune_core.multitask.plan import find_gradts_plan
+from headprune_core.plans.plan import StudyPlan, plan_jobs
+from headprune_core.runs.estimate import estimate_jobs
+from headprune_core.runs.jobs import Job, run_jobs
+
+LOOKS: tuple[tuple[int, float], ...] = ((3, 0.05), (5, 0.01), (8, 0.01))
+"""(training runs, two-sided alpha) of each look; the first is the findings preset's own."""
+
+MORE_SENTENCES = 1000
+"""Test sentences per target language at a later look where the sentence part binds."""
+
+TARGET_CARDS = ("a1", "b2", "b3", "d", "h")
+"""Cards whose test sets are the target languages' held-out sentences (the ones a later look can enlarge)."""
+
+MIN_POWER = 0.2
+"""A card gets more runs only when the design file projects at least this power at the last look: compute goes
+where it can decide. The choice is made from the design file, never from the runs being judged."""
+
+DESIGN = Path(__file__).with_name("design.json")
+"""The design file: per card, the variance parts of its estimate(s) as an earlier computation measured them."""
+
+REFINETUNE = "refinetune"
+RANKING, GRADTS, MAPS = "ranking", "gradts", "maps"
+READS: dict[str, tuple] = {
+    "a1": ((REFINETUNE, "importance", False, "cross"),),
+    "a2": ((REFINETUNE, "importance", False, "multi"),),
+    "b1": (RANKING,),
+    "b2": ((REFINETUNE, "importance", False, "cross"), (REFINETUNE, "reverse", False, "cross")),
+    "b3": ((REFINETUNE, "importance", False, "cross"), (REFINETUNE, "random", False, "cross")),
+    "c": (RANKING,),
+    "d": ((REFINETUNE, "layers", False, "cross"),),
+    "e1": ((REFINETUNE, "importance", True, "cross"), (REFINETUNE, "random", True, "cross")),
+    "e2": ((REFINETUNE, "layers", False, "cross"),),
+    "f1": (GRADTS,), "f2": (GRADTS,), "f3": (GRADTS,), "f4": (GRADTS,), "j": (GRADTS,),
+    "g": (MAPS,),
+    "h": ((REFINETUNE, "random", False, "cross"),),
+    "i": ((REFINETUNE, "layer_pairs", False, "cross"),),
+}
+"""What each card's training runs come from: the re-fine-tuning experiments (strategy, by shares, setting), the
+ranking's seeds, the GradTS check's training seeds, or the task maps' seeds. A later look adds seeds to these."""
+
+
+def design(path: Path = DESIGN) -> dict[str, list[dict]]:
+    """The design file's variance parts per card (``{card: [size per part]}``, as
+    :meth:`~headprune_core.methods.inference.Estimate.size`); a clear error when it is missing or malformed."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        cards = data["cards"]
+        for card, sizes in cards.items():
+            if card not in BY_ID or not isinstance(sizes, list) or not all(
+                    {"n_runs", "n_sentences", "run", "sentences", "residual"} <= set(s) for s in sizes):
+                raise ValueError(f"card {card!r}: a list of sizes with n_runs, n_sentences, run, sentences, residual")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"the findings design file {path} cannot be read: {err}") from None
+    return cards
+
+
+def _more(seeds, runs: int) -> list[int]:
+    """``seeds`` continued with the next integers to ``runs`` seeds (its first ones kept, in order)."""
+    out = list(seeds)[:runs]
+    while len(out) < runs:
+        out.append(max(out) + 1)
+    return out
+
+
+def sentence_binds(card_id: str, sizes: dict[str, list[dict]]) -> bool:
+    """Whether the design file says the test sentences make at least half of the card's variance, on target
+    languages whose held-out sentences a later look can enlarge."""
+    parts = sizes.get(card_id) or []
+    return card_id in TARGET_CARDS and any(s.get("n_sentences") and s["sentences"] >= s["run"] for s in parts)
+
+
+def worth_more_runs(card_id: str, sizes: dict[str, list[dict]]) -> bool:
+    """Whether more training runs could decide the card: projected power at the last look at least
+    :data:`MIN_POWER` (from the design file; a card it does not list is tried)."""
+    if card_id not in sizes:
+        return True
+    runs, alpha = LOOKS[-1]
+    more = MORE_SENTENCES if sentence_binds(card_id, sizes) else None
+    return power(card_id, sizes[card_id], runs, sentences=more, alpha=alpha) >= MIN_POWER
+
+
+def extend(plan: StudyPlan, card_ids, runs: int, *, sizes: dict | None = None) -> StudyPlan:
+    """``plan`` with the experiments ``card_ids`` read trained with ``runs`` seeds (their first seeds kept), and
+    their target languages tested on up to :data:`MORE_SENTENCES` sentences where the sentence part binds
+    (``sizes``: the design file's)."""
+    sources = {s for c in card_ids for s in READS.get(c, ())}
+    more_sentences = {s for c in card_ids if sizes and sentence_binds(c, sizes) for s in READS.get(c, ())}
+    experiments = []
+    for exp in plan.refinetune:
+        key = (REFINETUNE, exp.get("strategy", "importance"), bool(exp.get("shares")),
+               (exp.get("settings") or ["cross"])[0])
+        if key in sources:
+            exp = {**exp, "seeds": _more(exp.get("seeds") or [int(plan.train.get("seed", 13))], runs)}
+            if key in more_sentences and exp.get("target_sentences"):
+                exp["target_sentences"] = max(int(exp["target_sentences"]), MORE_SENTENCES)
+        experiments.append(exp)
+    out = replace(plan, refinetune=tuple(experiments))
+    if RANKING in sources:
+        first = int(plan.train.get("seed", 13))
+        out = replace(out, ranking_seeds=tuple(_more([first, *plan.ranking_seeds], runs)[1:]))
+    if GRADTS in sources:
+        out = replace(out, gradts=tuple(_grown(g, runs, "train_seeds") for g in plan.gradts))
+    if MAPS in sources:  # card g reads the affinity plan with the most tasks (Evidence.task_tops)
+        out = replace(out, affinity=tuple(_grown(g, runs, "map_seeds") for g in plan.affinity))
+    return out
+
+
+def _grown(ref, runs: int, field_name: str):
+    """A GradTS plan reference with ``field_name`` (train_seeds, or map_seeds: the seeds beyond the first) grown
+    to ``runs`` training runs; a plan without map seeds is left as it is."""
+    gplan = find_gradts_plan(ref)
+    if field_name == "train_seeds":
+        seeds = tuple(_more(gplan.train_seeds, runs))
+        if seeds == tuple(gplan.train_seeds):
+            return ref
+        return replace(gplan, name=f"{gplan.name}-{runs}runs", train_seeds=seeds).to_dict()
+    if not gplan.map_seeds:
+        return ref
+    first = int(gplan.train.get("seed", 13))
+    seeds = tuple(_more([first, *gplan.map_seeds], runs)[1:])
+    if seeds == tuple(gplan.map_seeds):
+        return ref
+    return replace(gplan, name=f"{gplan.name}-{runs}maps", map_seeds=seeds).to_dict()
+
+
+def is_open(card: Card) -> bool:
+    """Still open, and more training runs could decide it: inconclusive (three runs or more) with runs that a
+    later look can add to."""
+    return card.verdict == INCONCLUSIVE and card.key in READS
+
+
+@dataclass
+class Staged:
+    """The staged design read from the cache: each card at the look that decided it (or its last look), the
+    plan of the next look and its jobs not yet computed."""
+
+    cards: list[Card]
+    looks: list[dict] = field(default_factory=list)  # per look reached: {"look", "runs", "alpha", "open", "decided"}
+    next_plan: StudyPlan | None = None  # the plan whose missing jobs the next look needs (None: nothing more)
+    next_jobs: list[Job] = field(default_factory=list)
+    next_look: int | None = None
+
+    @property
+    def open(self) -> list[str]:
+        return [c.key for c in self.cards if is_open(c)]
+
+    def to_dict(self) -> dict:
+        return {"looks": self.looks, "open": self.open, "next_look": self.next_look,
+                "next_jobs": len(self.next_jobs), "design": [list(x) for x in LOOKS], "min_power": MIN_POWER}
+
+
+def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None) -> Staged:
+    """Every card at the look that decides it, from what the cache holds (never computes). Look 1 is ``plan``
+    itself; look ``i`` is ``plan`` extended to that look's runs for the cards open at look ``i - 1``. A look
+    whose results are not all cached stops the reading there: its jobs are ``next_jobs``."""
+    sizes = design() if sizes is None else sizes
+    first = Findings(study, plan, draws=draws, look=0, looks=LOOKS)
+    cards = {c.key: c for c in first.cards()}
+    missing = first.missing()
+    looks = [{"look": 1, "runs": LOOKS[0][0], "alpha": LOOKS[0][1], "cards": list(cards),
+              "decided": [k for k, c in cards.items() if c.verdict not in (INCONCLUSIVE, MISSING)]}]
+    if missing:
+        return Staged(list(cards.values()), looks, plan, missing, 0)
+    open_ = [k for k, c in cards.items() if is_open(c) and worth_more_runs(k, sizes)]
+    for i in range(1, len(LOOKS)):
+        if not open_:
+            break
+        runs, alpha = LOOKS[i]
+        look_plan = extend(plan, open_, runs, sizes=sizes)
+        jobs = plan_jobs(study, look_plan)
+        todo = [j for j in jobs if not study.store.has(j.cfg)]
+        if todo:
+            return Staged(list(cards.values()), looks, look_plan, todo, i)
+        found = Findings(study, look_plan, draws=draws, look=i, looks=LOOKS)
+        for key in open_:
+            cards[key] = found.card(key)
+        looks.append({"look": i + 1, "runs": runs, "alpha": alpha, "cards": list(open_),
+                      "decided": [k for k in open_ if not is_open(cards[k])]})
+        open_ = [k for k in open_ if is_open(cards[k])]
+    return Staged(list(cards.values()), looks)
+
+
+class BudgetSpent(Exception):
+    """The staged run's time budget is spent (raised between jobs: what finished is cached)."""
+
+
+def run_staged(study, plan: StudyPlan, *, budget_s: float, draws: int = 200, on_job=None, log=print) -> Staged:
+    """Compute the staged design's looks, one after another, within ``budget_s`` seconds: look 1 (``plan``'s
+    missing jobs), then more training runs only for the cards still open. A look whose estimated time does not
+    fit what is left of the budget is not started; a look that runs over it stops between jobs. Resumes from
+    the cache. Returns the design as read afterwards."""
+    start = time.monotonic()
+    sizes = design()
+    while True:
+        state = read_staged(study, plan, draws=draws, sizes=sizes)
+        if state.next_plan is None:
+            log(f"staged: nothing left to compute ({len(state.open)} card(s) open after the last look)")
+            return state
+        left = budget_s - (time.monotonic() - start)
+        est = estimate_jobs(study.store, [j.cfg for j in state.next_jobs])
+        look = state.next_look + 1
+        log(f"staged: look {look} ({LOOKS[state.next_look][0]} runs) needs {len(state.next_jobs)} jobs, about "
+            f"{est['seconds'] / 60:.0f} min; {max(0.0, left) / 60:.0f} min of the budget left")
+        if state.next_look > 0 and est["seconds"] > left:
+            log(f"staged: look {look} does not fit the budget; stopping here")
+            return state
+
+        def guard(i, n, what, cached):
+            if not cached and time.monotonic() - start > budget_s:
+                raise BudgetSpent(f"the budget of {budget_s / 60:.0f} min is spent (before: {what})")
+            if on_job is not None:
+                on_job(i, n, what, cached)
+
+        try:
+            run_jobs(state.next_jobs, study.store, on_job=guard)
+        except BudgetSpent as err:
+            log(f"staged: {err}; what finished is cached, a rerun resumes")
+            return read_staged(study, plan, draws=draws, sizes=sizes)
+
+
+def _var(size: dict, runs: int, sentences: int | None) -> tuple[float, float]:
+    """The variance of the mean and its Satterthwaite df at ``runs`` runs and ``sentences`` sentences, from a
+    recorded size (its parts of the mean at its own runs and sentences)."""
+    r0, n0 = int(size["n_runs"]), size.get("n_sentences")
+    run = size["run"] * r0 / runs
+    if not n0:
+        return run, max(1.0, runs - 1.0)
+    n = sentences or n0
+    sent = size["sentences"] * n0 / n
+    res = size["residual"] * r0 * n0 / (runs * n)
+    df = satterthwaite([(run, runs - 1), (sent, n - 1), (res, (runs - 1) * (n - 1))], floor=runs - 1)
+    return run + sent + res, float(df)
+
+
+def power(card_id: str, sizes: list[dict], runs: int, *, sentences: int | None = None, alpha: float = 0.05) -> float:
+    """Power to decide the claim when the paper's effect is true, at ``runs`` runs (and ``sentences`` sentences
+    per test set), from the design file's sizes, the weakest part of the card: superiority, the noncentral t
+    at Satterthwaite's df (for runs alone, exactly the one-sample t-test's power); equivalence, both one-sided
+    tests at a true 0 (normal approximation with t quantiles)."""
+    from scipy import stats  # here: scipy.stats takes 1.5 s to import
+
+    rule = BY_ID[card_id].rule
+    out = 1.0
+    for size in sizes:
+        var, df = _var(size, runs, sentences)
+        se = math.sqrt(max(var, 1e-300))
+        t = stats.t.ppf(1 - alpha / 2, df)
+        if rule.kind == "superiority":
+            p = stats.nct.sf(t, df, rule.effect / se)
+        else:
+            p = max(0.0, 2 * stats.t.cdf(rule.margin / se - t, df) - 1)
+        out = min(out, float(p))
+    return out
+
+
+def runs_needed(card_id: str, sizes: list[dict], *, sentences: int | None = None, alpha: float = 0.01,
+                power_goal: float = 0.8, most: int = 200) -> int | None:
+    """The fewest training runs with ``power_goal`` at the paper's effect at a later look's ``alpha`` (None:
+    more than ``most``, e.g. when the sentence part alone is too large)."""
+    for runs in range(3, most + 1):
+        if power(card_id, sizes, runs, sentences=sentences, alpha=alpha) >= power_goal:
+            return runs
+    return None
+
+
+def projection(study, plan: StudyPlan, cards: list[Card], *, sizes: dict | None = None) -> list[dict]:
+    """Per open card (inconclusive, or not computed yet): the design file's sentence share, the power at each
+    look, the runs a decision at the paper's effect needs (at the sentences it has, and at up to
+    :data:`MORE_SENTENCES` where the sentence part binds) and the minutes of each later look on this machine
+    (from the job times measured in the cache)."""
+    sizes = design() if sizes is None else sizes
+    rows = []
+    for card in cards:
+        if card.verdict not in (INCONCLUSIVE, MISSING) or card.key not in sizes:
+            continue
+        parts = sizes[card.key]
+        total = sum(s["run"] + s["sentences"] + s["residual"] for s in parts) or 1.0
+        share = sum(s["sentences"] for s in parts) / total
+        n_now = min((s["n_sentences"] for s in parts if s.get("n_sentences")), default=None)
+        more = MORE_SENTENCES if sentence_binds(card.key, sizes) and n_now < MORE_SENTENCES else None
+        minutes = {}
+        for runs, _ in LOOKS[1:]:
+            look_plan = extend(plan, [card.key], runs, sizes=sizes)
+            todo = [j.cfg for j in plan_jobs(study, look_plan) if not study.store.has(j.cfg)]
+            minutes[runs] = estimate_jobs(study.store, todo)["seconds"] / 60
+        rows.append({"card": card.key, "verdict": card.verdict, "sentence_share": share, "sentences": n_now,
+                     "power": {runs: power(card.key, parts, runs, alpha=alpha) for runs, alpha in LOOKS},
+                     "runs_needed": runs_needed(card.key, parts),
+                     "more_sentences": more,
+                     "runs_needed_more_sentences": runs_needed(card.key, parts, sentences=more) if more else None,
+                     "more_runs": worth_more_runs(card.key, sizes), "minutes": minutes})
+    return rows
