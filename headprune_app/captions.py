@@ -385,3 +385,12 @@ def cache_space(total: int, free: int) -> str:
             + (f"{free / 1e6:.1f} MB can go: stale results (an older headprune wrote them; never read), corrupt ones, "
                "temp folders of processes that died and uploads older than a day ('headprune cache gc' does the "
                "same)." if free else "Nothing to free: no stale or corrupt results, no leftovers."))
+
+
+def staged_looks(looks: list[dict]) -> str:
+    """The staged design's looks in a line (Findings page)."""
+    parts = [f"look {x['look']}: {x['runs']} runs at alpha {x['alpha']:g}, judged {len(x['cards'])} card(s), "
+             f"decided {', '.join(x['decided']) or 'none'}" for x in looks]
+    return ("Staged design: more training runs only for open cards that more runs could decide; each card keeps "
+            "the verdict of the first look that decides it, and its error rates count every look (alpha "
+            "spending). " + "; ".join(parts) + ".")

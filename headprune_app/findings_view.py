@@ -50,15 +50,26 @@ def findings(sel: S.Selection) -> Findings:
 
 
 def cards(f: Findings) -> list[Card]:
-    """The cards, computed from cached entries (about 6 s for the findings preset: bootstrap intervals of every
-    comparison) once per state of the plan's results in this session."""
+    """The cards, computed from cached entries (about 6 s for the findings preset: the calibration of every
+    rule) once per state of the plan's results in this session; each at the look of the staged design that
+    decided it when a later look is in the cache (``headprune findings --budget``), else the plain cards."""
+    from headprune_core.findings.staged import read_staged
     signature = tuple(f.study.store.has(j.cfg) for j in f.jobs)
     memo = st.session_state.setdefault("_findings_cards", {})
     key = (f.plan.name, f.plan.model, cached.root(), signature)
     if key not in memo:
         memo.clear()
-        memo[key] = f.cards()
+        state = read_staged(f.study, f.plan, draws=f.draws, first=f)
+        memo[key] = state.cards
+        st.session_state["_findings_looks"] = state.looks
     return memo[key]
+
+
+def staged_caption() -> None:
+    """One line on the staged design's looks when more than the preset's runs were computed."""
+    looks = st.session_state.get("_findings_looks") or []
+    if len(looks) > 1:
+        st.caption(captions.staged_looks(looks))
 
 
 def summary(cards: list[Card]) -> None:

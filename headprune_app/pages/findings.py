@@ -19,6 +19,7 @@ if f.plan.model != sel.model:
 findings_view.offer(f)
 cards = cached.guarded(findings_view.cards, f, what="Cannot read the findings")
 findings_view.summary(cards)
+findings_view.staged_caption()
 findings_view.report_buttons(f, cards)
 for card in cards:
     findings_view.render_card(card)

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import Card, Findings
+from headprune_core.findings.hypotheses import BY_ID
 from headprune_core.findings.plan import findings_plan
 from headprune_core.findings.report import calibration_line, family_text, report_title, summary_rows, write_report
 from headprune_core.plans.presets import find_plan
@@ -27,23 +28,18 @@ def cmd_findings(args) -> int:
     plan = found.plan
     if getattr(args, "projection", False):
         return _print_projection(found, args)
-    staged = None
-    if getattr(args, "budget", None) is not None or getattr(args, "staged", False):
-        staged = _staged(found, args)
-        cards = [c for c in staged.cards if not args.card or c.key in args.card]
-        missing = staged.next_jobs if staged.next_look == 0 else []
-    else:
-        cards = [found.card(c) for c in args.card] if args.card else found.cards()
-        missing = found.missing()
+    unknown = [c for c in args.card if c not in BY_ID]
+    if unknown:
+        raise KeyError(f"unknown findings card {unknown[0]!r}; known: {', '.join(BY_ID)}")
+    staged = _staged(found, args)  # the plain cards unless a staged design's later look is in the cache
+    cards = [c for c in staged.cards if not args.card or c.key in args.card]
+    missing = found.missing()
     fam = family(cards)
     if args.format == "json":
-        out = {"plan": plan.name, "model": plan.model, "missing_jobs": len(missing),
-               "cards": [c.to_dict() for c in cards], "family": fam}
-        if staged is not None:
-            out["staged"] = staged.to_dict()
-        print(json.dumps(out, indent=2))
+        print(json.dumps({"plan": plan.name, "model": plan.model, "missing_jobs": len(missing),
+                          "cards": [c.to_dict() for c in cards], "family": fam, "staged": staged.to_dict()}, indent=2))
         return 0
-    if staged is not None:
+    if len(staged.looks) > 1 or args.staged or args.budget is not None:
         print(staged_text(staged) + "\n")
     print(f"Findings of plan {plan.name} ({plan.model}): {len(missing)} of {len(found.jobs)} results not computed "
           f"yet{' (headprune study ' + plan.name + ' computes them)' if missing else ''}.\n")
@@ -62,8 +58,8 @@ def _staged(found: Findings, args):
 
     from headprune_core.findings.staged import read_staged, run_staged
 
-    if args.budget is None:
-        return read_staged(found.study, found.plan, draws=args.draws)
+    if getattr(args, "budget", None) is None:
+        return read_staged(found.study, found.plan, draws=args.draws, first=found)
     if args.budget <= 0:
         raise ValueError(f"--budget is minutes of computing, more than 0 (got {args.budget:g})")
     bar = tqdm(desc="staged findings", unit="job")
@@ -156,7 +152,9 @@ def card_text(card: Card, width: int = 110) -> str:
 def cmd_report(args) -> int:
     found = _findings(args)
     title, intro = report_title(found)
-    out = write_report(found.cards(), args.out or f"findings.{args.format}", fmt=args.format, title=title,
+    from headprune_core.findings.staged import read_staged
+    cards = read_staged(found.study, found.plan, draws=found.draws, first=found).cards
+    out = write_report(cards, args.out or f"findings.{args.format}", fmt=args.format, title=title,
                        intro=intro)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {args.format})")
     return 0

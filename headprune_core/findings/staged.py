@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from headprune_core.findings.calibration import calibrate
 from headprune_core.findings.cards import INCONCLUSIVE, MISSING, Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
 from headprune_core.methods.inference import satterthwaite
@@ -182,48 +183,63 @@ class Staged:
                 "next_jobs": len(self.next_jobs), "design": [list(x) for x in LOOKS], "min_power": MIN_POWER}
 
 
-def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None) -> Staged:
+def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None,
+                first: Findings | None = None) -> Staged:
     """Every card at the look that decides it, from what the cache holds (never computes). Look 1 is ``plan``
-    itself; look ``i`` is ``plan`` extended to that look's runs for the cards open at look ``i - 1``. A look
-    whose results are not all cached stops the reading there: its jobs are ``next_jobs``."""
+    itself (``first``: its Findings, when the caller has them); look ``i`` is ``plan`` extended to that look's
+    runs for the cards open at look ``i - 1`` that more runs could decide. A look whose results are not all
+    cached stops the reading there: its jobs are ``next_jobs``. Once a later look is read, the cards it could
+    have judged show the staged design's error rates (every look counted), their verdicts still the first
+    deciding look's; with no later look computed, every card is exactly the plain page's."""
     sizes = design() if sizes is None else sizes
-    first = Findings(study, plan, draws=draws, look=0, looks=LOOKS)
+    first = first or Findings(study, plan, draws=draws)
     cards = {c.key: c for c in first.cards()}
     missing = first.missing()
     looks = [{"look": 1, "runs": LOOKS[0][0], "alpha": LOOKS[0][1], "cards": list(cards),
               "decided": [k for k, c in cards.items() if c.verdict not in (INCONCLUSIVE, MISSING)]}]
     if missing:
         return Staged(list(cards.values()), looks, plan, missing, 0)
-    open_ = [k for k, c in cards.items() if is_open(c) and worth_more_runs(k, sizes)]
+    eligible = [k for k, c in cards.items() if k in READS and c.estimates and worth_more_runs(k, sizes)]
+    open_ = [k for k in eligible if is_open(cards[k])]
+    state = Staged(list(cards.values()), looks)
     for i in range(1, len(LOOKS)):
         if not open_:
             break
         runs, alpha = LOOKS[i]
         look_plan = extend(plan, open_, runs, sizes=sizes)
-        jobs = plan_jobs(study, look_plan)
-        todo = [j for j in jobs if not study.store.has(j.cfg)]
+        todo = [j for j in plan_jobs(study, look_plan) if not study.store.has(j.cfg)]
         if todo:
-            return Staged(list(cards.values()), looks, look_plan, todo, i)
+            state.next_plan, state.next_jobs, state.next_look = look_plan, todo, i
+            break
         found = Findings(study, look_plan, draws=draws, look=i, looks=LOOKS)
         for key in open_:
             cards[key] = found.card(key)
         looks.append({"look": i + 1, "runs": runs, "alpha": alpha, "cards": list(open_),
                       "decided": [k for k in open_ if not is_open(cards[k])]})
         open_ = [k for k in open_ if is_open(cards[k])]
-    return Staged(list(cards.values()), looks)
+    if len(looks) > 1:  # a staged design was run: the rates of the cards it could judge again count every look
+        for key in eligible:
+            card = cards[key]
+            if card.look == 0 and card.estimates:
+                card.looks = LOOKS
+                card.calibration = calibrate(card.hypothesis, list(card.estimates.values()), draws=draws,
+                                             looks=LOOKS)
+    state.cards = list(cards.values())
+    return state
 
 
 class BudgetSpent(Exception):
     """The staged run's time budget is spent (raised between jobs: what finished is cached)."""
 
 
-def run_staged(study, plan: StudyPlan, *, budget_s: float, draws: int = 200, on_job=None, log=print) -> Staged:
+def run_staged(study, plan: StudyPlan, *, budget_s: float, draws: int = 200, on_job=None, log=print,
+               sizes: dict | None = None) -> Staged:
     """Compute the staged design's looks, one after another, within ``budget_s`` seconds: look 1 (``plan``'s
     missing jobs), then more training runs only for the cards still open. A look whose estimated time does not
     fit what is left of the budget is not started; a look that runs over it stops between jobs. Resumes from
     the cache. Returns the design as read afterwards."""
     start = time.monotonic()
-    sizes = design()
+    sizes = design() if sizes is None else sizes
     while True:
         state = read_staged(study, plan, draws=draws, sizes=sizes)
         if state.next_plan is None:

@@ -1,0 +1,75 @@
+"""The staged mode on a tiny model with three training seeds: look 1 is the plan, a later look trains more seeds
+only of the experiments of open cards, a card decided at look 1 keeps that verdict although its runs grew for
+another card, a rerun computes nothing, and a spent budget stops between jobs with what finished kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from headprune_core.findings import staged
+from headprune_core.findings.cards import MISSING, Findings
+from headprune_core.plans.plan import StudyPlan
+from headprune_core.runs.store import Store
+from headprune_core.runs.study import Study
+
+pytestmark = pytest.mark.slow
+
+LOOKS = ((3, 0.05), (4, 0.01))  # a second look at 4 runs keeps the test short
+
+
+@pytest.fixture()
+def tiny_plan(tiny_cache, tmp_path, monkeypatch):
+    root, model = tiny_cache
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(root))
+    monkeypatch.setattr(staged, "LOOKS", LOOKS)
+    retrain = {"max_train_sentences": 40, "epochs": 1.0, "lr": 1e-3}
+    exp = {"tasks": ["pos"], "seeds": [1, 2, 3], "train": retrain}
+    plan = StudyPlan(name="s", description="tiny staged", model=model, tasks=("pos",), langs=("en", "de"),
+                     random_seeds=(0,), curve_step=6, score_sentences=30, eval_sentences=30,
+                     train={"max_train_sentences": 80, "epochs": 1.0, "lr": 1e-3},
+                     refinetune=({**exp, "levels": [1, 2]}, {**exp, "strategy": "reverse", "levels": [1, 2]},
+                                 {**exp, "strategy": "random", "levels": [1, 2]}),
+                     ranking_seeds=(14, 15))
+    return Study(model, store=Store(tmp_path / "runs"), progress=False), plan
+
+
+def test_a_budget_spent_stops_between_jobs_and_keeps_what_finished(tiny_plan):
+    study, plan = tiny_plan
+    logs: list[str] = []
+    state = staged.run_staged(study, plan, budget_s=0.5, draws=50, log=logs.append)
+    assert any("budget" in m and "spent" in m for m in logs), logs
+    assert state.next_look == 0 and state.next_jobs  # look 1 not finished: its jobs are what is next
+    assert study.store.computations >= 1  # the job started inside the budget finished and is cached
+
+
+def test_later_looks_train_more_seeds_only_for_open_cards(tiny_plan):
+    study, plan = tiny_plan
+    logs: list[str] = []
+    state = staged.run_staged(study, plan, budget_s=3600, draws=200, sizes={}, log=logs.append)
+    plain = {c.key: c for c in Findings(study, plan, draws=200).cards()}
+    first = state.looks[0]
+    assert first["runs"] == 3 and state.next_look is None, (state.looks, logs)
+    eligible = [k for k, c in plain.items() if k in ("a1", "b1", "b2", "b3", "c", "h") and c.estimates]
+    opened = [k for k in eligible if staged.is_open(plain[k])]
+    assert opened, {k: plain[k].verdict for k in eligible}  # the tiny model leaves some card open
+    assert len(state.looks) == 2 and state.looks[1]["cards"] == opened
+    cards = {c.key: c for c in state.cards}
+    for key, card in cards.items():
+        if key in opened:  # judged again on 4 runs at the second look's alpha
+            assert card.look == 1 and card.hypothesis.rule.alpha == LOOKS[1][1], key
+            assert min(e.n_runs for e in card.estimates.values()) == 4, key
+        else:  # decided (or not eligible) at look 1: the plain page's verdict, whatever runs were added
+            assert card.look == 0 and card.verdict == plain[key].verdict, key
+        if key in eligible and card.estimates:  # its rates count both looks
+            assert card.calibration["looks"] == [list(x) for x in LOOKS], key
+    # only the experiments the open cards read got a fourth seed
+    reads = {s[1] for k in opened for s in staged.READS[k] if isinstance(s, tuple)}
+    look2 = staged.extend(plan, opened, 4)
+    for exp in look2.refinetune:
+        assert len(exp["seeds"]) == (4 if exp.get("strategy", "importance") in reads else 3), exp
+    # a rerun reads everything from the cache
+    before = study.store.computations
+    again = staged.run_staged(study, plan, budget_s=3600, draws=200, sizes={}, log=logs.append)
+    assert study.store.computations == before and [c.verdict for c in again.cards] == \
+        [c.verdict for c in state.cards]
+    assert all(c.verdict != MISSING for c in again.cards if c.key in eligible)
