@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pytest
 
+from headprune_core.findings import staged
 from headprune_core.findings.calibration import GOAL, calibrate
 from headprune_core.findings.hypotheses import BY_ID, HYPOTHESES
 from headprune_core.findings.staged import DESIGN
@@ -55,14 +56,28 @@ def test_hopeless_sizes_are_inconclusive_not_wrong(h):
     assert cal["rates"]["paper"]["inconclusive"] > 0.6, cal["rates"]["paper"]
 
 
-def test_around_the_measured_sizes_each_card_meets_its_goals_or_says_which_it_misses():
+EXPECTED_MISSES: dict[str, list[str]] = {}
+"""Cards whose rule is known to miss a goal at the design file's sizes, with the goal it misses; written by hand
+when the design file is updated (none today), so a new miss fails this test until someone looks at it."""
+
+
+@pytest.mark.parametrize("looks", [None, staged.LOOKS], ids=["one look", "staged"])
+def test_around_the_design_sizes_each_card_meets_its_goals_after_its_gates(looks):
+    """Both rates after the gates at most 5% for every card around the design file's sizes, as one look and as
+    the staged design (every extra look counted); a card listed in EXPECTED_MISSES must miss exactly that goal
+    and say so in ``goals_missed``."""
     measured = json.loads(SIZES.read_text())
-    assert measured["cards"], "no measured sizes"
+    assert set(measured["cards"]) == {h.id for h in HYPOTHESES}, "the design file lacks cards"
     for card_id, sizes in measured["cards"].items():
-        cal = calibrate(BY_ID[card_id], sizes, draws=DRAWS, seed=11)
-        missed = [key for key in ("false_reproduced_given_gate", "false_not_reproduced_given_gate")
-                  if cal[key] > GOAL]
-        assert len(missed) == len(cal["goals_missed"]), (card_id, cal)
+        cal = calibrate(BY_ID[card_id], sizes, draws=DRAWS, seed=11, looks=looks)
+        rates = {"false reproduced <= 5%": cal["false_reproduced_given_gate"],
+                 "false not reproduced <= 5%": cal["false_not_reproduced_given_gate"]}
+        expected = EXPECTED_MISSES.get(card_id, [])
+        for goal, rate in rates.items():
+            if goal in expected:
+                assert rate > GOAL and goal in cal["goals_missed"], (card_id, goal, rate)
+            else:
+                assert rate <= GOAL, (card_id, goal, rate, looks)
         # no rule has a gate that depends on the data: the rates a reader sees are the unconditional ones
         assert cal["false_reproduced_given_gate"] == pytest.approx(cal["false_reproduced"], abs=0.002), card_id
 

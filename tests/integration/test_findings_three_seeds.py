@@ -1,14 +1,19 @@
-"""The staged mode on a tiny model with three training seeds: look 1 is the plan, a later look trains more seeds
-only of the experiments of open cards, a card decided at look 1 keeps that verdict although its runs grew for
-another card, a rerun computes nothing, and a spent budget stops between jobs with what finished kept."""
+"""Findings on a tiny model with three training seeds.
+
+A card reaches each verdict (reproduced, smaller here, the other way, inconclusive) through the real code path
+(the cached re-fine-tunings read per run and per sentence, the crossed ANOVA, the rule) when the per-sentence
+results of one arm are planted at known differences. The staged mode: look 1 is the plan, a later look trains
+more seeds only of the experiments of open cards, a card decided at look 1 keeps that verdict although its runs
+grew for another card, a rerun computes nothing, and a spent budget stops between jobs with what finished kept."""
 
 from __future__ import annotations
 
 import pytest
 
 from headprune_core.findings import staged
-from headprune_core.findings.cards import MISSING, Findings
-from headprune_core.plans.plan import StudyPlan
+from headprune_core.findings.cards import INCONCLUSIVE, MISSING, OTHER_WAY, REPRODUCED, SMALLER, Findings
+from headprune_core.findings.evidence import Retrain
+from headprune_core.plans.plan import StudyPlan, run_plan
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 
@@ -73,3 +78,42 @@ def test_later_looks_train_more_seeds_only_for_open_cards(tiny_plan):
     assert study.store.computations == before and [c.verdict for c in again.cards] == \
         [c.verdict for c in state.cards]
     assert all(c.verdict != MISSING for c in again.cards if c.key in eligible)
+
+
+# per seed, tokens the random arm gets wrong more than the lowest-ranked arm, over 30 sentences of 10 tokens
+# (1 token = 0.33 points): the paper's effect for b3 is +1.19 points
+PLANTED = {
+    REPRODUCED: (15, 16, 14),  # +5.0, +5.3, +4.7 points: the interval lies above 0
+    OTHER_WAY: (-15, -16, -14),  # the same, wholly below 0
+    SMALLER: (1, 0, -1),  # about 0: the interval holds 0 and lies below +1.19
+    INCONCLUSIVE: (1, 9, -5),  # +0.3, +3.0, -1.7: the interval holds 0 and +1.19
+}
+
+
+@pytest.mark.parametrize("verdict", list(PLANTED))
+def test_card_b3_reaches_each_verdict_on_planted_per_sentence_results(tiny_plan, monkeypatch, verdict):
+    study, plan = tiny_plan
+    run_plan(study, plan)
+    seeds = [1, 2, 3]
+
+    def planted(self, label, seed, lang):
+        """The cached units' shape, with known counts: every sentence 10 tokens, the lowest-ranked arm 8 right;
+        the random arm wrong on as many more tokens as PLANTED says for this seed, spread over the sentences."""
+        n = 30
+        correct = [8] * n
+        if self.cfg.strategy == "random" and label != "0":
+            extra = PLANTED[verdict][seeds.index(seed)]
+            for i in range(abs(extra)):
+                correct[(7 * i) % n] -= 1 if extra > 0 else -1
+        return {"correct": correct, "total": [10] * n}
+
+    monkeypatch.setattr(Retrain, "units", planted)
+    card = Findings(study, plan, draws=200).card("b3")
+    assert card.verdict == verdict, (card.verdict, card.reason, card.estimates[""].to_dict())
+    est = card.estimates[""]
+    assert est.n_runs == 3
+    expected = [100 * t / 300 for t in PLANTED[verdict]]
+    assert est.runs == pytest.approx(expected)  # per run: lowest-ranked minus random, in points
+    low, high = est.interval()
+    assert {REPRODUCED: low > 0, OTHER_WAY: high < 0, SMALLER: low < 0 < high < 1.19,
+            INCONCLUSIVE: low < 0 and high > 1.19}[verdict]
