@@ -8,7 +8,8 @@ Sections: scoring (gate_grad vs a bertology-style reference), masks (a new mask 
 point), pruning (latency of physically pruned models vs the FLOP limit), panel (the
 dashboard's latency estimate, former and current, repeated), demo (cold/warm demo study, dashboard
 memory and slider time in a real browser), bigdata (peak memory of registering and scoring a 500,000-sentence
-parquet corpus), classroom (N browser sessions walking the dashboard at once on one server). Absolute times on a shared 2-core machine are noisy: every section
+parquet corpus), classroom (N browser sessions walking the dashboard at once on one server), findings (the
+findings preset's time after the demo and the cards it decides; about 75 min). Absolute times on a shared 2-core machine are noisy: every section
 compares ratios measured in one run, interleaved, and reports medians with their spread.
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from bench import report
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ("scoring", "masks", "pruning", "panel", "demo", "bigdata", "classroom")
+SECTIONS = ("scoring", "masks", "pruning", "panel", "demo", "bigdata", "classroom", "findings")
 MODULES = {"panel": "pruning"}
 RUNNERS = {"panel": "panel_estimators"}
 HEADER = """# headprune benchmarks
@@ -63,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         kwargs = {"quick": args.quick}
         if name == "demo":
             kwargs.update(work=results / "demo-work", browser_too=not (args.no_browser or args.quick))
+        elif name == "findings":
+            kwargs.update(model=args.model, device=args.device, work=results / "findings-work")
         else:
             kwargs.update(model=args.model, device=args.device)
         print(f"== {name} ...", flush=True)

@@ -25,7 +25,7 @@ def quick(tmp_path_factory):
 
 def test_every_section_is_written(quick):
     out, sections = quick
-    assert set(sections) == {"scoring", "masks", "pruning", "panel", "demo", "bigdata", "classroom"}
+    assert set(sections) == {"scoring", "masks", "pruning", "panel", "demo", "bigdata", "classroom", "findings"}
     text = (out / "RESULTS.md").read_text()
     for s in sections.values():
         assert f"## {s['title']}" in text and s["command"].startswith("python -m bench --quick")
@@ -70,3 +70,12 @@ def test_a_small_class_walks_the_dashboard_on_one_server(quick):
         assert 0 < run50 <= run95 and 0 <= run_cpu95  # the server logged its script runs
         machine, server, browsers = (int(v.rstrip("%")) for v in (machine, server, browsers))
         assert machine >= server and machine >= browsers and server > 0 and render > 0
+
+
+def test_findings_reads_every_card(quick):
+    from headprune_core.findings.hypotheses import HYPOTHESES
+    section = quick[1]["findings"]
+    assert [r[0] for r in section["rows"]] == [h.id for h in HYPOTHESES]
+    # quick computes nothing: every card of the empty cache is not computed yet, and no goal is judged
+    assert all(r[1] == "not computed yet" for r in section["rows"])
+    assert all(g["met"] is None for g in section["goals"])

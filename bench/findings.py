@@ -1,0 +1,102 @@
+"""The findings preset on this machine: its wall time after the demo (what ``scripts/start.sh`` computes) and the
+cards it decides, with each card's error rates after its gates.
+
+A fresh cache (the prepared model and corpora linked from this checkout's) first gets the demo's results as
+``scripts/start.sh`` computes them (``sweeps/demo-first.json``, then ``sweeps/demo.json``; not timed), then
+``headprune sweep sweeps/findings.json`` is timed, and ``headprune findings --format json`` reads the cards.
+``--quick`` times nothing: it reads the cards and the projection of an empty cache (every code path of the
+reading, in seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.demo import REPO, _linked_cache, run_measured
+from bench.report import Goal, Section
+
+DECIDED = ("reproduced", "not reproduced: smaller here than the paper's", "the other way")
+BEFORE = ("Before (issue 33, the rules with the MDE gate; docs/findings.md): the same preset took 3,588 s "
+          "(59.8 min) and decided 5 of 17 cards.")
+
+
+def _cpus() -> int:
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
+
+def _json(args: list[str], env: dict) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "headprune_core", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"headprune {' '.join(args)} failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)
+
+
+def card_rows(doc: dict) -> list[list]:
+    """One row per card: verdict, estimate and interval per part, df, runs, and both error rates after the
+    gates."""
+    rows = []
+    for c in doc["cards"]:
+        ests = c["numbers"].get("estimates", {})
+        est = "; ".join(f"{'' if k == 'all' else k + ': '}{e['diff']:+.2f} [{e['low']:+.2f}, {e['high']:+.2f}], "
+                        f"{e['df']:.0f} df, {e['n_runs']} runs" for k, e in ests.items()) or "-"
+        cal = c.get("calibration") or {}
+        wrong = (f"{100 * cal['false_reproduced_given_gate']:.1f}% / {100 * cal['false_not_reproduced_given_gate']:.1f}%"
+                 if cal else "-")
+        rows.append([c["id"], c["verdict"], est, wrong])
+    return rows
+
+
+def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto", work: Path | None = None
+        ) -> Section:
+    work = Path(work or tempfile.mkdtemp(prefix="headprune-bench-findings-"))
+    cache = work / "cache"
+    work.mkdir(parents=True, exist_ok=True)
+    if cache.exists():
+        shutil.rmtree(cache)
+    _linked_cache(cache)
+    log = work / "findings.log"
+    env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false"}
+    cpus = str(_cpus())
+    seconds = None
+    if not quick:
+        for spec in ("sweeps/demo-first.json", "sweeps/demo.json"):
+            run_measured(["headprune_core", "sweep", spec, "--cpus", cpus], env, log)
+        seconds = run_measured(["headprune_core", "sweep", "sweeps/findings.json", "--cpus", cpus], env, log)["seconds"]
+    draws = ["--draws", "100"] if quick else []
+    doc = _json(["findings", "--format", "json", *draws], env)
+    projection = _json(["findings", "--plan", "--format", "json"], env)
+    (work / "findings.json").write_text(json.dumps(doc, indent=1))
+    rows = card_rows(doc)
+    decided = [r[0] for r in rows if r[1] in DECIDED]
+    calibrated = [c["calibration"] for c in doc["cards"] if c.get("calibration")]
+    worst = max((max(c["false_reproduced_given_gate"], c["false_not_reproduced_given_gate"]) for c in calibrated),
+                default=None)
+    goals = [Goal("the findings preset after the demo, 2 cores", "<= 60 min",
+                  "-" if seconds is None else f"{seconds / 60:.1f} min",
+                  None if seconds is None else seconds <= 3600),
+             Goal("cards decided by the preset", ">= 8 of 17", f"{len(decided)} ({', '.join(decided) or 'none'})",
+                  None if quick else len(decided) >= 8),
+             Goal("every card's false reproduced and false not reproduced, after its gates", "<= 5%",
+                  "-" if worst is None else f"at most {100 * worst:.1f}% ({len(calibrated)} cards)",
+                  None if quick or worst is None else worst <= 0.05)]
+    fam = doc["family"]
+    notes = [f"Cache {cache} (empty but for the linked model and corpora); {cpus} sweep workers. "
+             + ("Quick: nothing computed, the cards and the projection of an empty cache read." if quick else
+                "The demo's results first (not timed), then the findings sweep timed."),
+             BEFORE,
+             f"Page: if every claim were false, at least one 'reproduced' with probability "
+             f"{100 * fam['false_reproduced_any']:.0f}% ({fam['n_calibrated']} calibrated cards taken as "
+             f"independent; union bound {100 * fam['bound']:.0f}%); Holm within the {fam['families']} papers: at "
+             f"most {100 * fam['after_holm']:.0f}%.",
+             f"Open or not computed cards the staged mode gives more runs when open (headprune findings --plan): "
+             + (", ".join(r["card"] for r in projection["cards"] if r["more_runs"]) or "none") + "."]
+    return Section("findings", "The findings preset: time on 2 cores and the cards it decides",
+                   ["card", "verdict", "estimate [95%], df, runs", "false reproduced / false not reproduced"],
+                   rows, goals, notes)
