@@ -95,7 +95,7 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto", 
              f"{100 * fam['false_reproduced_any']:.0f}% ({fam['n_calibrated']} calibrated cards taken as "
              f"independent; union bound {100 * fam['bound']:.0f}%); Holm within the {fam['families']} papers: at "
              f"most {100 * fam['after_holm']:.0f}%.",
-             f"Open or not computed cards the staged mode gives more runs when open (headprune findings --plan): "
+             "Open or not computed cards the staged mode gives more runs when open (headprune findings --plan): "
              + (", ".join(r["card"] for r in projection["cards"] if r["more_runs"]) or "none") + "."]
     return Section("findings", "The findings preset: time on 2 cores and the cards it decides",
                    ["card", "verdict", "estimate [95%], df, runs", "false reproduced / false not reproduced"],
