@@ -4,6 +4,7 @@ report to hand out (HTML or Markdown); neither computes."""
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from dataclasses import replace
 
@@ -71,7 +72,7 @@ def _staged(found: Findings, args):
 
     try:
         return run_staged(found.study, found.plan, budget_s=60 * args.budget, draws=args.draws, on_job=on_job,
-                          log=lambda m: tqdm.write(m))
+                          log=lambda m: tqdm.write(m, file=sys.stderr))  # stdout: the cards
     finally:
         bar.close()
 

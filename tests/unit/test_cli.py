@@ -116,3 +116,16 @@ def test_findings_prints_the_cards_of_the_cache_as_text_or_json(tiny_cache, caps
     assert code == 2 and "unknown findings card 'zz'; known: a1, a2" in err
     code, _, err = _run(capsys, "findings", plan, "--format", "yaml")
     assert code == 2 and "yaml" in err
+    # the staged reading of a cache with nothing computed: look 1 (the plan itself) is what comes next
+    assert doc["staged"]["next_look"] == 0 and doc["staged"]["next_jobs"] == doc["missing_jobs"]
+    # --plan: per card not decided, the design file's projection and the minutes of each later look here
+    code, out, _ = _run(capsys, "findings", plan, "--plan", "--format", "json")
+    proj = json.loads(out)
+    assert code == 0 and {r["card"] for r in proj["cards"]} == {h.id for h in HYPOTHESES}
+    for r in proj["cards"]:
+        assert set(r["power"]) == {3, 5, 8} or set(r["power"]) == {"3", "5", "8"}
+        assert all(0 <= p <= 1 for p in r["power"].values()) and all(m >= 0 for m in r["minutes"].values())
+    code, out, _ = _run(capsys, "findings", plan, "--plan")
+    assert code == 0 and "power 3 runs" in out and "(b2) " in out
+    code, _, err = _run(capsys, "findings", plan, "--budget", "0")
+    assert code == 2 and "--budget" in err
