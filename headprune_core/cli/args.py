@@ -207,8 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "needs (projected from the design file) and the minutes each later look takes here; "
                         "computes nothing")
     p.add_argument("--staged", action="store_true",
-                   help="read the cards through the staged design (more training runs only for open cards, each "
-                        "extra look paid for by alpha spending); computes nothing unless --budget is given")
+                   help="also print the staged design's looks (more training runs only for open cards, each extra "
+                        "look paid for by alpha spending; the cards are always read at the look that decided them); "
+                        "computes nothing unless --budget is given")
     p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
                    help="with --staged (implied): compute the preset, then more training runs (3, 5, 8) only for "
                         "the experiments of cards still open, within this many minutes; resumes from the cache")

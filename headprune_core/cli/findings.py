@@ -28,13 +28,16 @@ def cmd_findings(args) -> int:
     found = _findings(args)
     plan = found.plan
     if getattr(args, "projection", False):
+        if args.staged or args.budget is not None:
+            raise ValueError("--plan only projects what the open cards need and computes nothing; it takes "
+                             "neither --staged nor --budget")
         return _print_projection(found, args)
     unknown = [c for c in args.card if c not in BY_ID]
     if unknown:
         raise KeyError(f"unknown findings card {unknown[0]!r}; known: {', '.join(BY_ID)}")
     staged = _staged(found, args)  # the plain cards unless a staged design's later look is in the cache
     cards = [c for c in staged.cards if not args.card or c.key in args.card]
-    missing = found.missing()
+    missing = staged.next_jobs if staged.next_look == 0 else []  # the plan's own jobs not cached (look 1)
     fam = family(cards)
     if args.format == "json":
         print(json.dumps({"plan": plan.name, "model": plan.model, "missing_jobs": len(missing),

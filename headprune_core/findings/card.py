@@ -118,8 +118,8 @@ class Card:
                 "calibration": None if self.calibration is None else {
                     k: self.calibration[k] for k in ("false_reproduced", "false_not_reproduced",
                                                      "false_reproduced_given_gate", "false_not_reproduced_given_gate",
-                                                     "power", "draws", "goals_missed", "rates", "sizes")
-                    if k in self.calibration} | ({"looks": self.calibration["looks"]} if self.looks else {}),
+                                                     "power", "draws", "goals_missed", "rates", "sizes")}
+                    | ({"looks": self.calibration["looks"]} if self.looks else {}),
                 "measured": self.measured, "protocol": self.protocol, "missing": self.missing, "notes": self.notes,
                 "rows": self.rows, "page": h.page}
 

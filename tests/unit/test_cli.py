@@ -129,3 +129,5 @@ def test_findings_prints_the_cards_of_the_cache_as_text_or_json(tiny_cache, caps
     assert code == 0 and "power 3 runs" in out and "(b2) " in out
     code, _, err = _run(capsys, "findings", plan, "--budget", "0")
     assert code == 2 and "--budget" in err
+    code, _, err = _run(capsys, "findings", plan, "--plan", "--budget", "30")
+    assert code == 2 and "--plan" in err and "--budget" in err
