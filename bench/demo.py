@@ -48,7 +48,7 @@ def peak_rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmHWM for process {pid}")
 
 
-def _linked_cache(folder: Path) -> Path:
+def linked_cache(folder: Path) -> Path:
     """A cache whose prepared model and corpora are links to this checkout's (quick mode: cold study only)."""
     from headprune_core.base.cache import cache_root
 
@@ -95,7 +95,7 @@ def run(*, quick: bool = False, work: Path | None = None, browser_too: bool = Tr
     env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false"}
     study = ["headprune_core", "study", "demo", *(QUICK_STUDY if quick else [])]
     if quick:
-        _linked_cache(cache)
+        linked_cache(cache)
     rows, res = [], {}
     for phase in ("cold", "warm"):
         for step, args in (("prepare", ["headprune_core", "prepare"]), ("study demo", study)):

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.demo import REPO, _linked_cache, run_measured
+from bench.demo import REPO, linked_cache, run_measured
 from bench.report import Goal, Section
 
 DECIDED = ("reproduced", "not reproduced: smaller here than the paper's", "the other way")
@@ -60,7 +60,7 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto", 
     work.mkdir(parents=True, exist_ok=True)
     if cache.exists():
         shutil.rmtree(cache)
-    _linked_cache(cache)
+    linked_cache(cache)
     log = work / "findings.log"
     env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false"}
     cpus = str(_cpus())
