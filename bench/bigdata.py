@@ -15,7 +15,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from bench.demo import _linked_cache, run_measured
+from bench.demo import linked_cache, run_measured
 from bench.report import Goal, Section
 
 SENTENCES = 500_000
@@ -72,7 +72,7 @@ def write_hub_copy(root: Path, sentences: int, *, seed: int = 0) -> int:
 
 def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") -> Section:
     work = Path(tempfile.mkdtemp(prefix="headprune-bench-big-"))
-    cache = _linked_cache(work / "cache")
+    cache = linked_cache(work / "cache")
     env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false",
            "HF_DATASETS_CACHE": str(work / "hf-datasets")}  # the Hub copy's Arrow files, removed with the rest
     log = work / "bigdata.log"
