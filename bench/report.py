@@ -40,7 +40,7 @@ class Section:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Section":
+    def from_dict(cls, data: dict) -> Section:
         data = dict(data)
         data["goals"] = [Goal(**g) for g in data.get("goals", [])]
         return cls(**data)
@@ -67,7 +67,7 @@ def machine() -> str:
 def stamp(section: Section, command: str, seconds: float) -> Section:
     section.command, section.seconds = command, seconds
     section.machine = machine()
-    section.when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    section.when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return section
 
 

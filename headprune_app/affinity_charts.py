@@ -5,7 +5,7 @@ Maps are ``(layers, heads)``; layer 0 is drawn at the bottom, as in ``headprune_
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -18,8 +18,9 @@ import json
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import streamlit as st

@@ -11,7 +11,7 @@ no Streamlit: pages pass these strings to ``st.markdown`` / ``st.caption``.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 # --- Overview ---------------------------------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 DEFAULT_SLOTS = 2  # on 2 CPU cores two evaluations at once still finish sooner than one after the other
 

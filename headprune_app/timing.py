@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 ENV = "HEADPRUNE_PAGE_LOG"
 

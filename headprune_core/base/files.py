@@ -22,8 +22,8 @@ import shutil
 import socket
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from filelock import FileLock
 

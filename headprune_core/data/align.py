@@ -35,13 +35,13 @@ class AlignStats:
     sentences_truncated: int = 0
     words_lost: int = 0
     words_without_subwords: int = 0
-    per_split: dict[str, "AlignStats"] = field(default_factory=dict)
+    per_split: dict[str, AlignStats] = field(default_factory=dict)
 
     @property
     def words_lost_share(self) -> float:
         return self.words_lost / self.words if self.words else 0.0
 
-    def add(self, other: "AlignStats") -> None:
+    def add(self, other: AlignStats) -> None:
         for f in fields(self):
             if f.name != "per_split":
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))

@@ -28,9 +28,9 @@ import logging
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 from tqdm.auto import tqdm

@@ -22,9 +22,10 @@ import csv
 import io
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 import pyarrow.parquet as pq
 
@@ -117,11 +118,10 @@ def read_text(path: str | Path) -> str:
 
 
 def _numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    for no, line in enumerate(read_text(path).split("\n"), 1):
-        yield no, line
+    yield from enumerate(read_text(path).split("\n"), 1)
 
 
-def _check_length(rec: "TokenRecord") -> "TokenRecord":
+def _check_length(rec: TokenRecord) -> TokenRecord:
     if len(rec.tokens) > MAX_WORDS:
         raise CorpusError(f"{rec.where(0)}: a sentence of {len(rec.tokens)} words (lines {rec.lines[0]}-"
                           f"{rec.lines[-1]}); more than {MAX_WORDS} words means the blank lines between "

@@ -23,9 +23,9 @@ run offline. Any other Hub data set with word/tag or text/label columns loads th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import datasets
 import numpy as np

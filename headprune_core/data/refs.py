@@ -18,9 +18,10 @@ result.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from headprune_core.base.files import read_json
 from headprune_core.data.formats import FORMATS

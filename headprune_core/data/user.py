@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from headprune_core.base.files import check_name, key_lock, remove_dir
 from headprune_core.base.specs import canonical_json

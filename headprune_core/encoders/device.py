@@ -4,7 +4,8 @@ work whose float results must not depend on the machine."""
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Literal
+from collections.abc import Iterator
+from typing import Literal
 
 import torch
 

@@ -19,8 +19,8 @@ import contextlib
 import contextvars
 import copy
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 from torch import nn

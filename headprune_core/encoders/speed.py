@@ -13,7 +13,7 @@ compute-bound run can reach. Used by the dashboard's latency panel and by ``pyth
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch

@@ -16,7 +16,7 @@ import html
 import importlib.util
 import json
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from headprune_core.findings.calibration import family
@@ -210,7 +210,7 @@ def _safe_json(value) -> str:
 
 def report_html(cards: list[Card], *, title: str, intro: str = "", created: datetime | None = None) -> str:
     """One self-contained HTML page: a summary table, then every card with its interactive chart."""
-    created = created or datetime.now(timezone.utc)
+    created = created or datetime.now(UTC)
     figures, ids = {}, []
     for i, card in enumerate(cards):
         fig = card_figure(card)
@@ -250,7 +250,7 @@ def _table_md(rows: list[dict]) -> list[str]:
 
 def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: datetime | None = None) -> str:
     """The same report as Markdown (no charts: each card's numbers, interval and runs are in its text)."""
-    created = created or datetime.now(timezone.utc)
+    created = created or datetime.now(UTC)
     lines = [f"# {_md(title)}", ""]
     if intro:
         lines += [_md(intro), ""]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch

@@ -7,7 +7,7 @@ and sentence tasks. Strategies turn a ranking into a ``(layers, heads)`` mask (1
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch

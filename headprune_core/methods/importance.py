@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 import numpy as np
 import torch

@@ -32,9 +32,10 @@ same, as when the dev split picks the unpruned model in every run) has no interv
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Literal, Sequence
+from functools import cache
+from typing import Literal
 
 import numpy as np
 
@@ -68,7 +69,7 @@ def _t_sf(x, df):
 _DF_GRID = np.geomspace(1.0, MAX_DF, 240)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _superiority_factor(df: float, alpha: float, power: float) -> float:
     from statsmodels.stats.power import TTestPower  # here: statsmodels imports in 3 s; only a verdict needs it
     n = df + 1

@@ -159,7 +159,7 @@ class LearnedHeads:
     penalty: float | None
 
     @classmethod
-    def from_log(cls, learned: dict) -> "LearnedHeads":
+    def from_log(cls, learned: dict) -> LearnedHeads:
         return cls(np.asarray(learned["kept"], dtype=float), np.asarray(learned["gates"], dtype=float),
                    np.asarray(learned["prob_open"], dtype=float), np.asarray(learned["log_alpha"], dtype=float),
                    learned.get("target"), learned.get("penalty"))

@@ -12,7 +12,7 @@ from headprune_core.base.choices import check_choice
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -11,7 +11,7 @@ per resample, so the interval is that of the seed mean over sentences; the seeds
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -12,7 +12,7 @@ Shared heads (He & Choi 2021): how many tasks have each head in their top p%.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import time
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -76,11 +76,11 @@ class GradTSPlan(GradTSOptions):
         parse_sources(self.sources, where=where)
 
     @classmethod
-    def from_dict(cls, data: dict, *, where: str = "GradTS plan") -> "GradTSPlan":
+    def from_dict(cls, data: dict, *, where: str = "GradTS plan") -> GradTSPlan:
         return spec_from_dict(cls, data, where=where, what="GradTS plan")
 
     @classmethod
-    def from_file(cls, path) -> "GradTSPlan":
+    def from_file(cls, path) -> GradTSPlan:
         """A plan from JSON; relative local data files are relative to the plan file's folder."""
         return cls.from_dict(read_plan_file(path, "GradTS plan"), where=str(path))
 
@@ -88,7 +88,7 @@ class GradTSPlan(GradTSOptions):
         return asdict(self)
 
     def restricted(self, *, units: tuple[str, ...] | None = None, primaries: tuple[str, ...] | None = None,
-                   sentences: int | None = None, method: str | None = None) -> "GradTSPlan":
+                   sentences: int | None = None, method: str | None = None) -> GradTSPlan:
         """The same plan on other units / primaries / fewer sentences / another method (quick looks)."""
         plan = self
         if units:

@@ -168,12 +168,12 @@ class StudyPlan:
         self.refinetune_config(ft, ScoreConfig(finetune=ft, task=self.tasks[0], lang="xx"), exp=exp, where=where)
 
     @classmethod
-    def from_dict(cls, data, *, where: str = "plan") -> "StudyPlan":
+    def from_dict(cls, data, *, where: str = "plan") -> StudyPlan:
         """A plan from JSON data: unknown or missing fields and bad values fail naming ``where``."""
         return spec_from_dict(cls, data, where=where, what="plan")
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "StudyPlan":
+    def from_file(cls, path: str | Path) -> StudyPlan:
         """A plan from a JSON file (the fields of this class); relative local data files in ``sources`` are
         relative to the plan file's folder."""
         return cls.from_dict(read_plan_file(path, "study plan"), where=str(path))
@@ -185,7 +185,7 @@ class StudyPlan:
             return self.langs
         return tuple(lang for lang in self.langs if lang in info.languages)
 
-    def study(self, *, store: Store | None = None, device: str = "auto", progress: bool = True) -> "Study":
+    def study(self, *, store: Store | None = None, device: str = "auto", progress: bool = True) -> Study:
         """A :class:`Study` of this plan's model reading its data sources."""
         return Study(self.model, store=store, device=device, progress=progress, sources=self.sources,
                      finetuned=self.finetuned)
@@ -228,7 +228,7 @@ class StudyPlan:
             raise ValueError(f"{where or f'plan {self.name!r}: refinetune'}: {err}") from None
 
     def restricted(self, *, langs: tuple[str, ...] | None = None, tasks: tuple[str, ...] | None = None,
-                   sentences: int | None = None) -> "StudyPlan":
+                   sentences: int | None = None) -> StudyPlan:
         """The same plan on fewer languages / tasks / sentences (for tests and quick looks). Restricted to
         some languages or tasks, it leaves out the ``affinity`` maps (other tasks' single-task runs)."""
         plan = self

@@ -73,7 +73,7 @@ class SweepSpec:
     kinds: tuple[str, ...] = JOB_KINDS
 
     @classmethod
-    def from_dict(cls, data, *, where: str = "sweep spec", base: Path | None = None) -> "SweepSpec":
+    def from_dict(cls, data, *, where: str = "sweep spec", base: Path | None = None) -> SweepSpec:
         """A spec from JSON data; relative local data files are relative to ``base``. Every grid point is
         checked as a study plan here, so a bad field fails before any work, naming ``where``."""
         check_object(data, where=where, what="sweep spec")
@@ -132,7 +132,7 @@ class SweepSpec:
         return spec
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "SweepSpec":
+    def from_file(cls, path: str | Path) -> SweepSpec:
         return cls.from_dict(read_json(path, "sweep spec (JSON)"), where=str(path),
                              base=Path(path).resolve().parent)
 

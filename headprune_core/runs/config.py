@@ -204,7 +204,7 @@ class FinetuneConfig(RunConfig):
         _require(all(len(p) == 2 and all(isinstance(v, int) and v >= 0 for v in p) for p in self.pruned),
                  f"pruned heads must be (layer, head) pairs of non-negative integers, got {self.pruned!r}")
 
-    def base(self) -> "FinetuneConfig | None":
+    def base(self) -> FinetuneConfig | None:
         """The fine-tune a learned-pruning run starts from (None for an ordinary fine-tune)."""
         return dataclasses.replace(self, l0=()) if self.l0 else None
 

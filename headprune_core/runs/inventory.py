@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -66,10 +67,8 @@ def tree_size(path: Path) -> int:
     total = 0
     for root, dirs, files in os.walk(path, followlinks=False):
         for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
     return total
 
 

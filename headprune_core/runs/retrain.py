@@ -40,7 +40,7 @@ class RefinetunePart:
         return [self.finetune, self.dev, *self.tests.values()]
 
 
-def refinetune_parts(study: "Study", rc: RefinetuneConfig) -> list[RefinetunePart]:
+def refinetune_parts(study: Study, rc: RefinetuneConfig) -> list[RefinetunePart]:
     """The cached runs :meth:`Study.refinetune` is made of, once its ranking is scored: per level and training seed
     the pruned fine-tune, its dev evaluation (first training language) and its test evaluations (every
     evaluation language). A sweep runs them as jobs of their own."""
@@ -72,7 +72,7 @@ def refinetune_parts(study: "Study", rc: RefinetuneConfig) -> list[RefinetunePar
     return parts
 
 
-def _test_config(study: "Study", rc: RefinetuneConfig, ft: FinetuneConfig, task: str, lang: str) -> EvalConfig:
+def _test_config(study: Study, rc: RefinetuneConfig, ft: FinetuneConfig, task: str, lang: str) -> EvalConfig:
     """The test of ``lang``: its test split, or for a language the model did not train on, ``rc.target_split``
     (``heldout``: every sentence outside its dev split) capped at ``rc.target_sentences``."""
     if lang in ft.train_langs or rc.target_split == "test":

@@ -15,8 +15,9 @@ import copy
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import fields, replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -126,7 +127,7 @@ class Study:
             self._shape = config_head_shape(self.model_id)
         return self._shape
 
-    def with_sources(self, sources) -> "Study":
+    def with_sources(self, sources) -> Study:
         """A Study of the same model and store reading ``sources`` on top of this one's (shares the loaded
         model and its fingerprints, never this Study's data)."""
         other = Study(self.model_id, store=self.store, device=self.device, progress=self.progress,

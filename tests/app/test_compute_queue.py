@@ -80,12 +80,10 @@ def test_exclusive_work_runs_alone_and_keeps_its_place():
 
 def test_reentrant_within_a_thread_and_released_on_error():
     queue = ComputeQueue(slots=1)
-    with queue.slot("outer"):
-        with queue.slot("inner"):  # work inside work does not wait for itself
-            assert queue.state()["running"] == ["outer"]
-    with pytest.raises(RuntimeError):
-        with queue.slot("fails"):
-            raise RuntimeError("boom")
+    with queue.slot("outer"), queue.slot("inner"):  # work inside work does not wait for itself
+        assert queue.state()["running"] == ["outer"]
+    with pytest.raises(RuntimeError), queue.slot("fails"):
+        raise RuntimeError("boom")
     assert queue.state() == {"running": [], "waiting": []}
     with queue.slot("next"):  # the failed one let go of its slot
         pass

@@ -67,7 +67,7 @@ def test_a_small_class_walks_the_dashboard_on_one_server(quick):
             browsers, render, warmup in rows:
         assert complete == int(sessions) and exceptions == failed == 0  # every walk reached the inspector
         assert 0 < p50 <= p95 and warmup > 0 and rss > 100 and wall > 0
-        assert 0 < run50 <= run95 and 0 <= run_cpu95  # the server logged its script runs
+        assert 0 < run50 <= run95 and run_cpu95 >= 0  # the server logged its script runs
         machine, server, browsers = (int(v.rstrip("%")) for v in (machine, server, browsers))
         assert machine >= server and machine >= browsers and server > 0 and render > 0
 

@@ -127,9 +127,8 @@ def test_hooks_removed_on_exit_and_after_exception():
     with head_gates(model, torch.zeros(head_shape(model))):
         assert _n_hooks(model) == 2
     assert _n_hooks(model) == 0
-    with pytest.raises(RuntimeError, match="boom"):
-        with head_gates(model, torch.zeros(head_shape(model))):
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), head_gates(model, torch.zeros(head_shape(model))):
+        raise RuntimeError("boom")
     assert _n_hooks(model) == 0
     plain = _out(model, batch)
     assert torch.equal(plain, _out(tiny_encoder("bert"), batch))
@@ -146,9 +145,8 @@ def test_zero_gate_changes_output():
 
 def test_wrong_mask_shape_and_unsupported_family():
     model = tiny_encoder("bert")
-    with pytest.raises(ValueError, match=r"shape \(3, 4\).*\(2, 4\)"):
-        with head_gates(model, torch.ones(3, 4)):
-            pass
+    with pytest.raises(ValueError, match=r"shape \(3, 4\).*\(2, 4\)"), head_gates(model, torch.ones(3, 4)):
+        pass
     gpt2 = GPT2Model(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10))
     with pytest.raises(UnsupportedModelError, match="supported: bert, .*distilbert.*xlm-roberta"):
         head_shape(gpt2)

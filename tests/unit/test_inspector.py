@@ -29,7 +29,7 @@ def test_split_words_separates_punctuation():
 
 def test_tags_one_label_per_word_and_mask_changes_nothing_when_all_ones():
     model, tok = _model(), _tokenizer()
-    words = "anna sees the dog .".split()
+    words = ["anna", "sees", "the", "dog", "."]
     full = tag_sentence(model, tok, words)
     assert len(full["labels"]) == len(words) and all(lab in ("A", "B", "C") for lab in full["labels"])
     same = tag_sentence(model, tok, words, mask=torch.ones(2, 4))
@@ -46,7 +46,7 @@ def test_head_attention_rows_sum_to_one_and_gates_are_removed():
     model, tok = _model(), _tokenizer()
     mask = torch.ones(2, 4)
     mask[0, 1] = 0
-    pieces, att = head_attention(model, tok, "anna sees the dog".split(), 1, 2, mask=mask)
+    pieces, att = head_attention(model, tok, ["anna", "sees", "the", "dog"], 1, 2, mask=mask)
     assert pieces[0] == "[CLS]" and att.shape == (len(pieces), len(pieces))
     assert torch.allclose(att.sum(-1), torch.ones(len(pieces)), atol=1e-5)
     assert not model.encoder.encoder.layer[1].attention.output.dense._forward_pre_hooks
