@@ -52,7 +52,8 @@ def sidebar() -> S.Selection:
     ready = [n for n, p in plans.items() if cached.model_info(p.model)["ready"]]
     names = list(plans)
     with st.sidebar:
-        name = st.selectbox("Study plan", names, index=names.index(ready[0]) if ready else 0, key="plan", bind="query-params",
+        name = st.selectbox("Study plan", names, index=names.index(ready[0]) if ready else 0, key="plan",
+                            bind="query-params",
                             help="A preset or a plan file in <cache>/plans: which results to compute and show.")
         plan = plans[name]
         st.caption(plan.description)
@@ -60,7 +61,8 @@ def sidebar() -> S.Selection:
             st.caption(f":orange[unreadable plan file {p}]")
         models = list(dict.fromkeys([plan.model, *EMBEDDED]))
         model = st.selectbox("Model", models, format_func=_model_name, key="model", bind="query-params")
-        other = st.text_input("Or another model", key="other_model", bind="query-params", placeholder="Hub id or local folder",
+        other = st.text_input("Or another model", key="other_model", bind="query-params",
+                              placeholder="Hub id or local folder",
                               help="Any BERT / RoBERTa / XLM-R / DistilBERT / ELECTRA encoder: a Hugging Face Hub "
                                    "id (needs network the first time) or a folder with config.json and weights.")
         finetuned = False
@@ -71,8 +73,9 @@ def sidebar() -> S.Selection:
             else:
                 model = other.strip()
                 finetuned = st.checkbox("It is a fine-tuned token classifier: use its classifier as is",
-                                        key="finetuned", bind="query-params", help="No fine-tuning: its id2label names the labels; the "
-                                                              "data's tags must be among them.")
+                                        key="finetuned", bind="query-params",
+                                        help="No fine-tuning: its id2label names the labels; the "
+                                             "data's tags must be among them.")
         info = cached.model_info(model)
         if info.get("quantised"):
             st.caption(f":orange[{info['quantised']}]: {info.get('note') or ''}")
@@ -82,8 +85,9 @@ def sidebar() -> S.Selection:
         task = st.selectbox("Task", tasks, format_func=S.task_label, key="task", bind="query-params",
                             help="Embedded tasks, and your own corpora (page 'Add data').")
         setting = st.radio("Setting", list(dict.fromkeys([*plan.settings, *SETTINGS])), horizontal=True,
-                           key="setting", bind="query-params", help="cross: fine-tune on one language, test on the others; "
-                                                       "multi: fine-tune on every language")
+                           key="setting", bind="query-params",
+                           help="cross: fine-tune on one language, test on the others; "
+                                "multi: fine-tune on every language")
         langs_ok = cached.prepared_languages(task, root)
         if task in plan.tasks and names_task(plan.sources, task):
             langs_ok = list(plan.task_langs(task))  # the plan names where this task's data comes from
@@ -104,7 +108,8 @@ def sidebar() -> S.Selection:
         method = st.selectbox("Importance method", methods, format_func=lambda m: f"{m}: {METHOD_HELP.get(m, '')}",
                               key="method", bind="query-params")
         normalize = st.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index("layer_sum"),
-                                 format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize", bind="query-params")
+                                 format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize",
+                                 bind="query-params")
         minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax", bind="query-params")
         figures.presentation_toggle()
         st.caption(f"Cache: `{root}`")

@@ -9,8 +9,9 @@ point), pruning (latency of physically pruned models vs the FLOP limit), panel (
 dashboard's latency estimate, former and current, repeated), demo (cold/warm demo study, dashboard
 memory and slider time in a real browser), bigdata (peak memory of registering and scoring a 500,000-sentence
 parquet corpus), classroom (N browser sessions walking the dashboard at once on one server), findings (the
-findings preset's time after the demo and the cards it decides; about 75 min). Absolute times on a shared 2-core machine are noisy: every section
-compares ratios measured in one run, interleaved, and reports medians with their spread.
+findings preset's time after the demo and the cards it decides; about 75 min). Absolute times on a shared 2-core
+machine are noisy: every section compares ratios measured in one run, interleaved, and reports medians with their
+spread.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="me5-small", help="model for scoring, masks and pruning")
     ap.add_argument("--device", default="auto", help="auto (CUDA if present, bf16 autocast), cpu or cuda")
     ap.add_argument("--results", default=None, help="folder for the sections' JSON (default bench/results, "
-                                                     "or a temp folder with --quick)")
+                                                    "or a temp folder with --quick)")
     ap.add_argument("--out", default=None, help="Markdown file (default: RESULTS.md beside the results; "
-                                                 "bench/RESULTS.md for a full run)")
+                                                "bench/RESULTS.md for a full run)")
     ap.add_argument("--no-browser", action="store_true", help="demo section without the dashboard in Chromium")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]

@@ -228,7 +228,8 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
     niced = {r["n"]: r for r in res if r["niced"]}
     big, ten = by_n[max(sizes)], by_n.get(10)
     goals = [Goal(f"exceptions with {big['n']} sessions (in the app; walks failed)", "0",
-                  f"{big['exceptions']}; {big['failed']}", big["exceptions"] + big["failed"] == 0 if not quick else None)]
+                  f"{big['exceptions']}; {big['failed']}",
+                  big["exceptions"] + big["failed"] == 0 if not quick else None)]
     if ten is not None:
         goals.append(Goal("p95 time to a rendered page, 10 sessions (cached results)", "< 10 s",
                           f"{ten['p95']:.1f} s", ten["p95"] < 10))
@@ -239,24 +240,25 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
                       big["rss_mb"] < 6144 if not quick else None))
     notes = [f"Cache: {'a fixture cache (tiny model)' if quick else cache}. Each class size gets a fresh server, "
              "warmed up by one walk before the class (as a teacher opens it before the lesson: the first run "
-             "imports torch and loads the model; its time is the last column); then every session walks Overview -> Head importance -> Prune & evaluate -> the k slider one step -> Head "
-             "inspector through the sidebar, starting 0.2 s after the previous one.",
+             "imports torch and loads the model; its time is the last column); then every session walks "
+             "Overview -> Head importance -> Prune & evaluate -> the k slider one step -> Head inspector "
+             "through the sidebar, starting 0.2 s after the previous one.",
              "Page times run from the click to the end of the script run with nothing stale on screen (two idle "
              "checks 0.3 s apart: 0.6 s of each time is that settling). The slider's new k is the same for every "
              "session: it is evaluated once (the per-key lock), the others read it.",
              "Server script runs: every run of the app's script during the class, timed inside the server (from "
-             "the frame's navigation to the end of the page; HEADPRUNE_PAGE_LOG): wall seconds, and the CPU seconds the "
-             "run's own thread used (the rest of its wall time it waited for the cores, the GIL or a queued "
-             "computation). A page time above it is the browser's: loading the app's JavaScript into a fresh "
+             "the frame's navigation to the end of the page; HEADPRUNE_PAGE_LOG): wall seconds, and the CPU "
+             "seconds the run's own thread used (the rest of its wall time it waited for the cores, the GIL or a "
+             "queued computation). A page time above it is the browser's: loading the app's JavaScript into a fresh "
              "context, the websocket, drawing.",
              f"CPU shares are of the {CORES} cores' wall time over the class: the whole machine (busy time in "
-             "/proc/stat), the streamlit process (user+system), and the rest (the browsers, one Chromium with a context per "
-             "session, and Playwright). Pages are checked every 0.1 s, not on every animation frame. 'Page main "
-             "thread s per walk': the median over sessions of the seconds the page's renderer main thread spent in "
-             "tasks (Chromium's TaskDuration, through the DevTools protocol) over the whole walk: JavaScript, "
-             "style, layout, painting; rasterising and compositing threads come on top. It is wall time inside "
-             "tasks, so on busy cores it includes waiting for one: one session's value is what a page costs a "
-             "browser alone.",
+             "/proc/stat), the streamlit process (user+system), and the rest (the browsers, one Chromium with a "
+             "context per session, and Playwright). Pages are checked every 0.1 s, not on every animation frame. "
+             "'Page main thread s per walk': the median over sessions of the seconds the page's renderer main "
+             "thread spent in tasks (Chromium's TaskDuration, through the DevTools protocol) over the whole walk: "
+             "JavaScript, style, layout, painting; rasterising and compositing threads come on top. It is wall time "
+             "inside tasks, so on busy cores it includes waiting for one: one session's value is what a page costs "
+             "a browser alone.",
              "'browsers niced': the same walks with the browsers in a process at nice 19, so the server gets the "
              "cores first, as in a class where each student's browser runs on the student's own machine."]
     notes.append(limit_note(by_n))

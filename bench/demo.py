@@ -120,7 +120,8 @@ def run(*, quick: bool = False, work: Path | None = None, browser_too: bool = Tr
     what = "quick study (en POS, 8 sentences, prepared model linked)" if quick else "demo study"
     goals = [Goal("cold start to the dashboard (prepare + study + first page)", "<= 15 min",
                   f"{cold / 60:.1f} min", cold <= 900 if not quick else None),
-             Goal("warm: prepare + study demo again (all cached)", "<= 10 s", f"{warm:.1f} s", warm <= 10 if not quick else None),
+             Goal("warm: prepare + study demo again (all cached)", "<= 10 s", f"{warm:.1f} s",
+                  warm <= 10 if not quick else None),
              Goal("peak resident memory (study, prepare, dashboard server)", "<= 4 GB", f"{peak / 1024:.2f} GB",
                   peak <= 4096 if not quick else None)]
     notes = [f"What ran: {what}, cache folder {cache} (empty at the start: cold). Peak memory of a command is "

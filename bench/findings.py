@@ -47,8 +47,10 @@ def card_rows(doc: dict) -> list[list]:
         est = "; ".join(f"{'' if k == 'all' else k + ': '}{e['diff']:+.2f} [{e['low']:+.2f}, {e['high']:+.2f}], "
                         f"{e['df']:.0f} df, {e['n_runs']} runs" for k, e in ests.items()) or "-"
         cal = c.get("calibration") or {}
-        wrong = (f"{100 * cal['false_reproduced_given_gate']:.1f}% / {100 * cal['false_not_reproduced_given_gate']:.1f}%"
-                 if cal else "-")
+        wrong = "-"
+        if cal:
+            wrong = (f"{100 * cal['false_reproduced_given_gate']:.1f}% / "
+                     f"{100 * cal['false_not_reproduced_given_gate']:.1f}%")
         rows.append([c["id"], c["verdict"], est, wrong])
     return rows
 

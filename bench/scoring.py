@@ -75,7 +75,8 @@ def run(*, model: str = "me5-small", device: str = "auto", quick: bool = False) 
     def ref_protocol():
         maps["protocol"] = bertology_reference(ref_model, singles)
 
-    times = interleaved({"forward": lambda: workload.forward_only(ours_model, batches), "ours": ours, "ours1": ours_single,
+    times = interleaved({"forward": lambda: workload.forward_only(ours_model, batches), "ours": ours,
+                         "ours1": ours_single,
                          "ref": ref_same, "protocol": ref_protocol}, repeats=repeats, warmup=0 if quick else 1,
                         device=pick_device(device))
     med = {k: spread(v)["median"] for k, v in times.items()}

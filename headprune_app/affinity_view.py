@@ -138,8 +138,9 @@ def offer_maps(gts: GradTS, *, key: str) -> bool:
 def offer_validation(gts: GradTS, *, key: str) -> None:
     """Say that the validation is not cached and offer to run it (cached parts are reused)."""
     p, n = gts.plan, len(gts.units)
+    trial = "every candidate" if p.max_trial is None else f"up to {p.max_trial}"
     st.warning(f"The GradTS validation of plan **{p.name}** ({p.method}) is not cached: it trains each primary "
-               f"alone, with its GradTS-thres, GradTS-trial ({'every candidate' if p.max_trial is None else f'up to {p.max_trial}'}) "
+               f"alone, with its GradTS-thres, GradTS-trial ({trial}) "
                f"and GradTS-fg selections, with the bandit's (AUTOSEM) choice, with all {n - 1} other units "
                f"({len(p.train_seeds)} training seed(s) each) and with {len(p.random_seeds)} random sets. Parts "
                "already cached are reused.")

@@ -326,7 +326,8 @@ def run_plan(st_: Study, plan, rows: list[dict] | None = None) -> bool:
     return run_jobs(st_, todo, title=f"Study {plan.name}")
 
 
-# --- model work (through the compute queue) ----------------------------------------------------------------------------------
+# --- model work (through the compute queue)
+# ----------------------------------------------------------------------------------
 
 def evaluation(st_: Study, cfg) -> dict:
     """Metric and report for an evaluation config: read when cached, else computed now (one pass, seconds)."""

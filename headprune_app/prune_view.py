@@ -55,13 +55,17 @@ def read_params(col, sel: S.Selection, strategy: str) -> Params:
                                                   key="ranking", bind="query-params",
                                                   help=captions.RANK_LANG_HELP))
     if strategy == "random":
-        return replace(p, seed=int(col.number_input("Seed", min_value=0, value=0, step=1, key="seed", bind="query-params")))
+        return replace(p,
+                       seed=int(col.number_input("Seed", min_value=0, value=0, step=1, key="seed",
+                                                 bind="query-params")))
     if strategy == "layers":
-        return replace(p, part=col.radio("Layers", LAYER_PARTS, index=1, horizontal=True, key="part", bind="query-params",
-                                         help="Prune every head of the bottom, middle or top third of the layers."))
+        return replace(p,
+                       part=col.radio("Layers", LAYER_PARTS, index=1, horizontal=True, key="part", bind="query-params",
+                                      help="Prune every head of the bottom, middle or top third of the layers."))
     if strategy == "learned":
         return replace(p, target=col.select_slider("Learned pruning removes", LEARNED_TARGETS, value=0.5,
-                                                   format_func=lambda v: f"{v:.0%}", key="learned_target", bind="query-params",
+                                                   format_func=lambda v: f"{v:.0%}", key="learned_target",
+                                                   bind="query-params",
                                                    help=captions.LEARNED_HELP))
     return p
 

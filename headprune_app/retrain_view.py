@@ -97,8 +97,10 @@ def new_experiment(st_: Study, sel: S.Selection, *, strategy: str, levels: tuple
     the first training language's dev set by the unpruned model trained the same way (Ma et al.), tested in the
     selected languages."""
     ft = st_.finetune_config(sel.task, sel.train_langs(), setting=sel.setting, **{**sel.plan.train, **train})
-    ranking = st_.score_config(ft, sel.task, ft.train_langs[0], method=sel.method,
-                               max_sentences=sel.plan.score_sentences) if strategy in ("importance", "reverse") else None
+    ranking = None
+    if strategy in ("importance", "reverse"):
+        ranking = st_.score_config(ft, sel.task, ft.train_langs[0], method=sel.method,
+                                   max_sentences=sel.plan.score_sentences)
     return RefinetuneConfig(finetune=ft, ranking=ranking, strategy=strategy, levels=levels, seeds=seeds,
                             eval_langs=tuple(sel.langs), max_sentences=sentences)
 

@@ -14,7 +14,8 @@ st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.t
             f"{'+'.join(sel.train_langs())}")
 st.caption(captions.INSPECTOR)
 ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
-if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft)], key="inspector"):
+if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft)],
+                            key="inspector"):
     st.stop()
 
 current = state.current_mask(ft.key(), sel.task)
@@ -27,7 +28,8 @@ mask = current.mask() if current else None
 
 examples = cached.sample_sentences(sel.task, sel.lang, cached.root())
 text = st.text_input("A sentence, in any language", value=examples[0] if examples else "Anna sees the big dog .",
-                     key=f"sentence:{sel.lang}", bind="query-params", help="Words and punctuation are split as in the corpora.")
+                     key=f"sentence:{sel.lang}", bind="query-params",
+                     help="Words and punctuation are split as in the corpora.")
 words = split_words(text)
 if not words:
     st.warning("Type a sentence to tag.")

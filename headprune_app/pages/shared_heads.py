@@ -13,7 +13,8 @@ st.markdown(captions.SHARED)
 st.caption(captions.SHARED_PAPER)
 
 c1, c2 = st.columns([2, 3])
-group = c1.radio("Compare", ["tasks (GradTS plan)", "languages (sidebar choices)"], key="shared_group", bind="query-params",
+group = c1.radio("Compare", ["tasks (GradTS plan)", "languages (sidebar choices)"], key="shared_group",
+                 bind="query-params",
                  help=captions.GROUP_HELP)
 top_p = c2.slider("Top p% of heads per map", 1, 50, 10, 1, key="shared_top_p", bind="query-params")
 

@@ -100,7 +100,8 @@ def cmd_cache(args) -> int:
     res = collect(root, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for i in res["removed"]:
-        print(f"{verb} {i.state}: {i.path.relative_to(root)} ({i.size / 1e6:.2f} MB)" + (f"; {i.reason}" if i.reason else ""))
+        why = f"; {i.reason}" if i.reason else ""
+        print(f"{verb} {i.state}: {i.path.relative_to(root)} ({i.size / 1e6:.2f} MB){why}")
     for i, why in res["skipped"]:
         print(f"left {i.state}: {i.path.relative_to(root)} ({why})")
     print(f"{'dry run: ' if args.dry_run else ''}{verb} {len(res['removed'])} items, {res['bytes'] / 1e6:.1f} MB; "

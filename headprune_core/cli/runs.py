@@ -29,7 +29,8 @@ def data_sources(args, *, task: str | None = None, tasks: tuple[str, ...] | None
     ``task``), or a second source for the same key, is an error: it would be ignored or silently replaced."""
     used = tuple(tasks or ()) or ((task,) if task else ())
     if not getattr(args, "data", None):
-        unused = [f"--{name.replace('_', '-')}" for name in ("data_lang", "columns", "format") if getattr(args, name, None)]
+        unused = [f"--{name.replace('_', '-')}" for name in ("data_lang", "columns", "format")
+                  if getattr(args, name, None)]
         if unused:
             raise ValueError(f"{' and '.join(unused)} describe{'s' if len(unused) == 1 else ''} the data of --data, "
                              "and no --data was given")

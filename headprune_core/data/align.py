@@ -150,7 +150,8 @@ def _tokenize_sentences(ds: datasets.Dataset, tokenizer, max_length: int) -> tup
     return tok, stats
 
 
-def tokenize_sentence_task(dataset: datasets.Dataset | datasets.DatasetDict, tokenizer, *, max_length: int = MAX_LENGTH):
+def tokenize_sentence_task(dataset: datasets.Dataset | datasets.DatasetDict, tokenizer, *,
+                           max_length: int = MAX_LENGTH):
     """Tokenise a sentence task (text[, text_pair], label); returns (tokenized, AlignStats).
 
     Pairs are encoded together and truncated longest-first; ``sentences_truncated`` counts the cut examples.

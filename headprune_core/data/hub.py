@@ -3,10 +3,14 @@
 | task | Hub dataset (config) | Hub columns -> ours |
 |---|---|---|
 | ner | unimelb-nlp/wikiann (language) | tokens, ner_tags (ClassLabel O B-PER ...) -> tokens, tags |
-| pos, name | universal-dependencies/universal_dependencies (treebank, e.g. en_ewt) | tokens, upos (ClassLabel) -> tokens, tags: UPOS mapped onto the 12 universal tags (pos) or PROPN runs as BIO NAME (name); tokens with upos "_" are the surface forms of multi-word tokens, whose parts follow: they are dropped (the Hub rows have no IDs to rebuild the ranges) |
-| sst2 cola mrpc qqp mnli qnli rte wnli | nyu-mll/glue (task) | sentence or a pair (sentence1/sentence2, question1/question2, premise/hypothesis, question/sentence), label -> text[, text_pair], label |
+| pos, name | universal-dependencies/universal_dependencies (treebank, e.g. en_ewt) | tokens, upos -> tokens, tags (1) |
+| sst2 cola mrpc qqp mnli qnli rte wnli | nyu-mll/glue (task) | sentence(s) (2), label -> text[, text_pair], label |
 | xnli | facebook/xnli (language) | premise, hypothesis, label -> text, text_pair, label |
 | paws-x | google-research-datasets/paws-x (language) | sentence1, sentence2, label -> text, text_pair, label |
+
+(1) UPOS (a ClassLabel) mapped onto the 12 universal tags (pos) or PROPN runs as BIO NAME (name); tokens with upos
+"_" are the surface forms of multi-word tokens, whose parts follow: they are dropped (the Hub rows have no IDs to
+rebuild the ranges). (2) sentence1/sentence2, question1/question2, premise/hypothesis or question/sentence.
 
 GLUE hides its test labels (-1): our ``test`` is the official validation split (``validation_matched`` for
 MNLI) and our ``validation`` is a seeded 10% of train (seed 13, at most 5,000 examples), removed from train.
@@ -78,7 +82,8 @@ def hub_spec(task: str, lang: str, *, treebank: str | None = None) -> HubSpec:
     raise UnknownName(f"no Hub loader for task {task!r}")
 
 
-HUB_ALIASES = {"wikiann": "unimelb-nlp/wikiann", "universal_dependencies": "universal-dependencies/universal_dependencies",
+HUB_ALIASES = {"wikiann": "unimelb-nlp/wikiann",
+               "universal_dependencies": "universal-dependencies/universal_dependencies",
                "glue": "nyu-mll/glue", "xnli": "facebook/xnli", "paws-x": "google-research-datasets/paws-x"}
 """Short names of the data sets headprune converts itself (``hub:wikiann:sw``, ``hub:glue:rte``)."""
 _ALIAS_TASK = {"unimelb-nlp/wikiann": "ner", "facebook/xnli": "xnli", "google-research-datasets/paws-x": "paws-x"}

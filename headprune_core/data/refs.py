@@ -4,8 +4,12 @@
 |---|---|
 | ``embedded`` (default) | the prepared embedded corpus, or a corpus registered with ``data add`` |
 | ``hub`` | the task's own Hub data set (``ner`` -> WikiANN in that language, ``pos`` -> UD, ``sst2`` -> GLUE ...) |
-| ``hub:NAME[:CONFIG]`` | a Hub data set: ``wikiann``, ``universal_dependencies``, ``glue``, ``xnli``, ``paws-x`` are converted by headprune; any other id (or a local folder holding a copy of a Hub repository) is read by its word/tag or text/label columns (``columns=``) |
-| ``PATH`` or ``TRAIN,VALIDATION,TEST`` | local files (CoNLL, CoNLL-U, JSONL, CSV, parquet): one file is split 80/10/10 (seed 13), three are the splits |
+| ``hub:NAME[:CONFIG]`` | a Hub data set (1) |
+| ``PATH`` or ``TRAIN,VALIDATION,TEST`` | local files (CoNLL, CoNLL-U, JSONL, CSV, parquet) (2) |
+
+(1) ``wikiann``, ``universal_dependencies``, ``glue``, ``xnli``, ``paws-x`` are converted by headprune; any other id
+(or a local folder holding a copy of a Hub repository) is read by its word/tag or text/label columns (``columns=``).
+(2) One file is split 80/10/10 (seed 13); three are the splits.
 
 Whatever the reference, the data's content is fingerprinted into every cache key, so two sources never share a
 result.

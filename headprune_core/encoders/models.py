@@ -299,7 +299,8 @@ def load_model(model_id: str, *, device: str | None = None, add_pooling_layer: b
 
     Args:
         model_id: embedded name, local folder with ``config.json``, or Hub id.
-        device: ``"auto"``/None, ``"cpu"``, ``"cuda"``, ``"mps"`` (see :func:`headprune_core.encoders.device.pick_device`).
+        device: ``"auto"``/None, ``"cpu"``, ``"cuda"``, ``"mps"`` (see
+            :func:`headprune_core.encoders.device.pick_device`).
         add_pooling_layer: keep the pooler where the architecture has one (embedded models ship none).
         attn_implementation: e.g. ``"eager"`` when attention weights are needed; None = transformers' default
             (sdpa).

@@ -207,8 +207,8 @@ class Evidence:
                 cfg = gts.score_config(unit, seed=seed)
                 sc = self.get(cfg)
                 if sc is None:  # named as the plan's job is (the first seed's maps: by the GradTS check)
-                    missing.append(f"head map {unit} ({cfg.method}, GradTS {gts.plan.name}"
-                                   + (f", seed {seed})" if seed != gts.map_seeds()[0] else "; the GradTS check computes it)"))
+                    which = f", seed {seed})" if seed != gts.map_seeds()[0] else "; the GradTS check computes it)"
+                    missing.append(f"head map {unit} ({cfg.method}, GradTS {gts.plan.name}{which}")
                     continue
                 m = gradts_map(np.asarray(sc["raw"], dtype=np.float64))
                 top = np.zeros(m.size, dtype=bool)

@@ -108,7 +108,8 @@ class MultitaskCards:
             trials = [steps(gts.multi_config(primary, t["aux"]), t.get("train_steps")) for t in v["trial"]["trials"]]
             for seed, b in v["bandit"].items():
                 final = {row: steps(gts.multi_config(primary, r["aux"], seed=int(seed)), r.get("train_steps"))
-                         for row in ("trial", "bandit") for r in v["rows"] if r["row"] == row and str(r["seed"]) == seed}
+                         for row in ("trial", "bandit")
+                         for r in v["rows"] if r["row"] == row and str(r["seed"]) == seed}
                 if None in (*maps, *trials, *final.values()) or len(final) < 2:
                     continue
                 trial = sum(maps) + sum(trials) + final["trial"]
@@ -167,7 +168,8 @@ class MultitaskCards:
             f"least {most} tasks minus the layer-preserving null, {', '.join(f'{v:+.1f}' for v in runs)}; "
             f"{card.estimate_text()}. "
             + (f"Ceiling, one task retrained under {len(units)} seeds in place of {len(units)} tasks: "
-               f"{', '.join(f'{u} {c}' for u, c in ceiling.items())} heads in at least {most} runs. " if ceiling else "")
+               f"{', '.join(f'{u} {c}' for u, c in ceiling.items())} heads in at least {most} runs. "
+               if ceiling else "")
             + f"One task's top {k} from run to run share "
             f"{', '.join(f'{u} {o[0]:.1f} (null {o[1]:.1f})' for u, o in overlap.items())} heads on average.")
         card.notes.append(self._interference())

@@ -48,7 +48,8 @@ def findings_plan(plan: StudyPlan, shape: tuple[int, int]) -> StudyPlan:
     if not gradts and len(units) >= 3:
         gradts = ({"name": f"{plan.name}-gradts", "description": f"GradTS check of plan {plan.name}'s tasks",
                    "model": plan.model, "units": units, "primaries": [units[-1]], "max_trial": 2,
-                   "random_seeds": [0, 1], "train_seeds": [13], "bandit": {"rounds": 30}, "score_sentences": plan.score_sentences,
+                   "random_seeds": [0, 1], "train_seeds": [13], "bandit": {"rounds": 30},
+                   "score_sentences": plan.score_sentences,
                    "eval_sentences": plan.eval_sentences, "train": dict(plan.train), "sources": dict(plan.sources),
                    "note": f"Units and training of plan {plan.name!r}.",
                    # each task's map under two more seeds (card g), when there are tasks enough for it

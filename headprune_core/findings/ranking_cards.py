@@ -42,7 +42,8 @@ class RankingCards:
             at = dict(zip(curve["k"], curve["units"]))
             runs.append({"0": (test, at[0][0]), "k": (test, at[k40][0])})
             card.rows.append({"fine-tuning seed": seed, "heads masked": f"{k40} of {total} ({k40 / total:.0%})",
-                              "unmasked": ci_text(bootstrap_ci(at[0])), "importance order": ci_text(bootstrap_ci(at[k40]))})
+                              "unmasked": ci_text(bootstrap_ci(at[0])),
+                              "importance order": ci_text(bootstrap_ci(at[k40]))})
         if rnd is not None and k40 in rnd["k"]:
             r_at = dict(zip(rnd["k"], rnd["units"]))
             card.rows[0]["random order"] = ci_text(bootstrap_ci(r_at[k40])) + f" ({len(r_at[k40])} draws)"

@@ -108,10 +108,13 @@ class RetrainCards:
                                                     for lab in levels for lang in langs]))
         card.decide({"": est})
         total = self.study.head_shape[0] * self.study.head_shape[1]
+
+        def mean_at(result, lab):
+            return f"{np.mean([result['test'][g]['levels'][lab]['score'] for g in langs]):.1f}"
+
         for lab in levels:
             card.rows.append({"heads pruned": f"{lab} of {total}",
-                              "lowest-ranked": f"{np.mean([ex.result['test'][g]['levels'][lab]['score'] for g in langs]):.1f}",
-                              control: f"{np.mean([other.result['test'][g]['levels'][lab]['score'] for g in langs]):.1f}",
+                              "lowest-ranked": mean_at(ex.result, lab), control: mean_at(other.result, lab),
                               "what": f"mean over {len(langs)} {'' if shares else 'target '}languages and "
                                       f"{len(seeds)} seeds"})
         card.measured = (f"Lowest-ranked minus {control} pruning, mean over {', '.join(levels)} heads and "
@@ -225,7 +228,8 @@ class RetrainCards:
         adjacent = [lab for lab in ex.levels if lab.startswith("adjacent")]
         apart = [lab for lab in ex.levels if lab.startswith("apart")]
         runs = [{f"{lab}:{src}": (ex.test_set(src), ex.units(lab, s, src)) for lab in ex.levels} for s in ex.seeds]
-        est = run_estimate(runs, lambda m: mean_of([relative_cost(m[f"0:{src}"], m[f"{lab}:{src}"]) for lab in adjacent])
+        est = run_estimate(runs,
+                           lambda m: mean_of([relative_cost(m[f"0:{src}"], m[f"{lab}:{src}"]) for lab in adjacent])
                            - mean_of([relative_cost(m[f"0:{src}"], m[f"{lab}:{src}"]) for lab in apart]))
         card.decide({"": est})
         card.measured = f"Adjacent minus apart pairs on {src}: {card.estimate_text()}."

@@ -87,9 +87,9 @@ def bandit_search(model: nn.Module, train: dict[str, object], dev: list[dict], *
                   head_lr: float | None = 1e-3, decay: float = 0.9, keep: float = 0.5, seed: int = 13,
                   freeze_embeddings: bool = True, progress: bool = True,
                   on_step: Callable[[int, int], None] | None = None) -> dict:
-    """Train ``model`` (a multi-task :class:`~headprune_core.encoders.classifier.HeadedEncoder`) for ``rounds`` rounds of
-    ``round_steps`` batches of the task a :class:`BetaBernoulli` bandit chooses, rewarded by the primary's dev
-    loss (``dev``: batches tagged with the primary task) going down.
+    """Train ``model`` (a multi-task :class:`~headprune_core.encoders.classifier.HeadedEncoder`) for ``rounds`` rounds
+    of ``round_steps`` batches of the task a :class:`BetaBernoulli` bandit chooses, rewarded by the primary's dev loss
+    (``dev``: batches tagged with the primary task) going down.
 
     Returns ``{"selected", "means", "alpha", "beta", "history", "chosen", "seconds", "steps"}``.
     """

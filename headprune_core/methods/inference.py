@@ -144,7 +144,8 @@ def crossed_parts(stat, blocks: Sequence[np.ndarray]) -> dict:
         cols = block.mean(axis=-2)  # (..., n): each sentence's mean over runs
         sent_terms.append((cols.var(axis=-1, ddof=1) / n, n - 1))
         if n_runs > 1:
-            inter = block - block.mean(axis=-1, keepdims=True) - cols[..., None, :] + cols.mean(axis=-1)[..., None, None]
+            inter = (block - block.mean(axis=-1, keepdims=True) - cols[..., None, :]
+                     + cols.mean(axis=-1)[..., None, None])
             ms_res = (inter ** 2).sum(axis=(-2, -1)) / ((n_runs - 1) * (n - 1))
             res_terms.append((ms_res / (n_runs * n), (n_runs - 1) * (n - 1)))
     zero = np.zeros(stat.shape[:-1])
@@ -322,12 +323,13 @@ class Rule:
                 "inconclusive. ")
         if self.kind == "superiority":
             return gate + (f"Otherwise, from the {self.level_text} interval alone: reproduced when it is above 0; "
-                           "the other way when it lies wholly below 0; not reproduced (smaller here) when it lies below the "
-                           f"paper's effect ({self.effect:+g} {self.unit}) but holds 0; else inconclusive. The "
-                           "minimum detectable effect is shown, never a gate.")
+                           "the other way when it lies wholly below 0; not reproduced (smaller here) when it lies "
+                           f"below the paper's effect ({self.effect:+g} {self.unit}) but holds 0; else inconclusive. "
+                           "The minimum detectable effect is shown, never a gate.")
         return gate + (f"Otherwise, from the {self.level_text} interval alone: reproduced when it lies inside "
-                       f"+-{self.margin:g} {self.unit} (two one-sided tests at {100 * self.alpha / 2:g}%); the other way when it lies "
-                       "wholly outside; else inconclusive. The minimum detectable effect is shown, never a gate.")
+                       f"+-{self.margin:g} {self.unit} (two one-sided tests at {100 * self.alpha / 2:g}%); "
+                       "the other way when it lies wholly outside; else inconclusive. The minimum detectable effect "
+                       "is shown, never a gate.")
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "effect": self.effect, "margin": self.margin, "min_runs": self.min_runs,

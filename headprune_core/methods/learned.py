@@ -74,8 +74,8 @@ class HardConcrete(nn.Module):
 
 class GateTrainer:
     """The gates, the sparsity term and their optimiser for one learned-pruning phase (used by
-    :func:`headprune_core.methods.train.finetune`): ``sample()`` before each forward pass, ``penalty(progress)`` added to
-    the loss, ``step()`` after ``backward()``."""
+    :func:`headprune_core.methods.train.finetune`): ``sample()`` before each forward pass, ``penalty(progress)`` added
+    to the loss, ``step()`` after ``backward()``."""
 
     def __init__(self, shape: tuple[int, int], *, target: float | None = None, penalty: float | None = None,
                  gate_lr: float = 0.1, init: float = 3.0, seed: int = 0, device: torch.device | str = "cpu"):

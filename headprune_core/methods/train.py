@@ -110,7 +110,8 @@ def optimizer_for(model: HeadedEncoder, *, lr: float, head_lr: float | None,
 
 
 def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epochs: float = 2.0,
-             lr: float = 5e-5, head_lr: float | None = 1e-3, batch_size: int = 16, sampling: str = "proportional", seed: int = 13,
+             lr: float = 5e-5, head_lr: float | None = 1e-3, batch_size: int = 16, sampling: str = "proportional",
+             seed: int = 13,
              freeze_embeddings: bool = True, progress: bool = True,
              on_step: Callable[[int, int], None] | None = None, gates=None) -> TrainLog:
     """Fine-tune ``model`` in place on ``train`` (task name -> tokenised rows); AdamW, linear decay.

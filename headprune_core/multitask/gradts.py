@@ -35,7 +35,15 @@ from headprune_core.multitask.affinity import (
     select_trial,
 )
 from headprune_core.multitask.plan import GradTSPlan, normalize_unit
-from headprune_core.runs.config import BANDIT_OPTIONS, EvalConfig, FinetuneConfig, GradTSConfig, ScoreConfig, split_unit
+from headprune_core.runs.config import (
+    BANDIT_OPTIONS,
+    EvalConfig,
+    FinetuneConfig,
+    GradTSConfig,
+    ScoreConfig,
+    data_task,
+    split_unit,
+)
 from headprune_core.runs.study import Study
 
 ROWS = ("single", "thres", "trial", "fg", "bandit", "all", "random")
@@ -121,7 +129,7 @@ class GradTS:
         """One unit per task, its first in the plan (a task in two languages counted once)."""
         first: dict[str, str] = {}
         for unit in self.units:
-            first.setdefault(split_unit(unit)[0], unit)
+            first.setdefault(data_task(unit), unit)
         return tuple(first.values())
 
     def map_seeds(self) -> tuple[int, ...]:
@@ -290,7 +298,8 @@ class GradTS:
         return {"row": row, "aux": list(aux), "units": list(ft.tasks), "metric": test["metric"], "seed": int(seed),
                 "test": float(test["score"]), "dev": float(dev["score"]), "n_test": test.get("n"),
                 "test_units": test["units"], "train_seconds": self.train_seconds(primary, aux, seed=seed, keep=keep),
-                "train_steps": self.train_steps(ft), "finetune_key": ft.key(), "examples": {u: len(r) for u, r in (keep or {}).items()}}
+                "train_steps": self.train_steps(ft), "finetune_key": ft.key(),
+                "examples": {u: len(r) for u, r in (keep or {}).items()}}
 
     def run(self) -> dict:
         """Every part through the cache, then the assembled result (itself cached under :meth:`config`)."""

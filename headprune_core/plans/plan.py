@@ -252,9 +252,10 @@ REFINETUNE_OPTIONS = {"strategy": "importance", "max_k": 12, "levels": (), "shar
 layers, layer_pairs); the levels are ``levels`` (numbers of heads) and ``shares`` (of all heads), or 0..``max_k``
 when both are empty; ``seeds`` are training seeds (empty: the plan's; random heads are drawn anew per seed);
 ``tasks`` and ``settings`` restrict it, ``langs`` its test languages (empty: all of the plan's);
-``target_split`` ``heldout`` tests the languages it did not train on with every sentence outside their dev split
-(at most ``target_sentences``; None: ``max_sentences``); ``train`` overrides the plan's fine-tuning options for these runs (the unpruned model they are
-compared with, and ranked by, is trained the same way); ``max_sentences`` None: the plan's eval_sentences."""
+``target_split`` ``heldout`` tests the languages it did not train on with every sentence outside their dev split (at
+most ``target_sentences``; None: ``max_sentences``); ``train`` overrides the plan's fine-tuning options for these runs
+(the unpruned model they are compared with, and ranked by, is trained the same way); ``max_sentences`` None: the plan's
+eval_sentences."""
 
 
 def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:

@@ -4,11 +4,11 @@ re-fine-tuning) run on Ray, one Ray task per cached job, into one shared cache.
 A :class:`SweepSpec` expands into study plans, one per (model, data, seed), and each plan into exactly the jobs
 ``headprune study`` runs (:func:`~headprune_core.plans.plan.plan_jobs`). :func:`build_graph` de-duplicates them
 by cache key and links each job to the results it reads (a score reads its fine-tune, a curve its fine-tune and
-its ranking: :func:`~headprune_core.runs.config.nested_configs`). :func:`~headprune_core.plans.sweep_ray.run_sweep` submits a
-job when everything it reads is in the cache; the worker computes through the :class:`Store`, so a job another
-sweep is computing waits on its per-key lock and then reads the entry. Cached jobs are never submitted; a failed
-job is retried once by Ray (a killed worker included) and then reported with the jobs that needed it, and the
-others go on. Progress goes to ``<cache>/sweeps/<name>/progress.json`` (the Runs page shows it).
+its ranking: :func:`~headprune_core.runs.config.nested_configs`). :func:`~headprune_core.plans.sweep_ray.run_sweep`
+submits a job when everything it reads is in the cache; the worker computes through the :class:`Store`, so a job another
+sweep is computing waits on its per-key lock and then reads the entry. Cached jobs are never submitted; a failed job is
+retried once by Ray (a killed worker included) and then reported with the jobs that needed it, and the others go on.
+Progress goes to ``<cache>/sweeps/<name>/progress.json`` (the Runs page shows it).
 
 >>> # spec = SweepSpec.from_file("sweeps/demo.json"); graph = build_graph(spec)
 >>> # print(format_dry_run(dry_run(graph)))

@@ -376,7 +376,8 @@ class GradTSOptions:
                  f"the tau threshold must be in [-1, 1], got {self.threshold!r}")
         _require(self.max_trial is None or (isinstance(self.max_trial, int) and self.max_trial >= 1),
                  "max_trial must be at least 1 (or None: all)")
-        _require(bool(self.train_seeds) and all(isinstance(v, int) and not isinstance(v, bool) for v in self.train_seeds)
+        _require(bool(self.train_seeds)
+                 and all(isinstance(v, int) and not isinstance(v, bool) for v in self.train_seeds)
                  and len(set(self.train_seeds)) == len(self.train_seeds),
                  f"train_seeds must be a non-empty list of distinct integers, got {self.train_seeds!r}")
         _require(bool(self.random_seeds) and all(isinstance(v, int) and not isinstance(v, bool)
@@ -562,6 +563,11 @@ def split_unit(unit: str, default_lang: str | None = None) -> tuple[str, str | N
     """
     task, _, lang = unit.partition("/")
     return task, (lang or default_lang)
+
+
+def data_task(unit: str) -> str:
+    """The task whose data a unit reads: ``"pos/de"`` -> ``"pos"``."""
+    return unit.partition("/")[0]
 
 
 def train_units(ft: FinetuneConfig) -> list[tuple[str, str]]:

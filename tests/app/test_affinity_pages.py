@@ -258,7 +258,8 @@ def test_a_bundle_replays_the_gradts_pages_on_another_cache(gradts_cache, monkey
     shutil.copytree(source / "corpora", laptop / "corpora")
     imported = import_bundle(done.path, Store(laptop / "runs"))
     assert imported.added == imported.entries == done.entries
-    assert imported.plans == [f"GradTS plan fixture-gradts: saved as {laptop / 'plans' / 'gradts' / 'fixture-gradts.json'}",
+    saved = laptop / "plans" / "gradts" / "fixture-gradts.json"
+    assert imported.plans == [f"GradTS plan fixture-gradts: saved as {saved}",
                               f"plan fixture-mtl: saved as {laptop / 'plans' / 'fixture-mtl.json'}"]
     shown = {}
     for name, cache in (("source", source), ("laptop", laptop)):

@@ -164,7 +164,8 @@ def test_measure_size_and_latency(app, fixture_cache):
     speed_q = app.metric[[m.label for m in app.metric].index("speed-up")].delta
     lo, hi = (float(v) for v in speed_q.removesuffix(" (quartiles)").split(" to "))
     # coloured only when the rounds agree and the medians point the same way: green faster, red slower, else grey
-    expected = 1 if lo > 1 and change < 0 else 0 if hi < 1 and change > 0 else 2  # Metric colours: 0 red, 1 green, 2 grey
+    # Metric colours: 0 red, 1 green, 2 grey
+    expected = 1 if lo > 1 and change < 0 else 0 if hi < 1 and change > 0 else 2
     assert latency.proto.color == expected
     speed = metric_value(app, "speed-up")
     q25, q75 = (float(v) for v in app.metric[[m.label for m in app.metric].index("speed-up")].delta

@@ -2,9 +2,9 @@
 (20,000: the standard error of a 5% rate is 0.15 points), with the per-sentence data-generating model (run,
 sentence and run-by-sentence effects, heavy tails, true sizes drawn 0.5x to 3x around the recorded ones): at a
 size where the data can tell, at a size where it cannot (there the rule must say inconclusive, not be wrong),
-and around the sizes the findings preset measured (the design file headprune_core/findings/design.json, from `headprune findings --format
-json` on its cache: each card's ``calibration.sizes``), where a card whose rule misses a goal must say so. A
-second data-generating model, not the rule's own (tokens drawn per sentence from logit-normal run and sentence
+and around the sizes the findings preset measured (the design file headprune_core/findings/design.json, from `headprune
+findings --format json` on its cache: each card's ``calibration.sizes``), where a card whose rule misses a goal must say
+so. A second data-generating model, not the rule's own (tokens drawn per sentence from logit-normal run and sentence
 effects, through the real per-sentence code path), checks the same goals."""
 
 from __future__ import annotations

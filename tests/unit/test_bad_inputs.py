@@ -280,8 +280,8 @@ ROWS: list[tuple[str, Callable, type, str]] = [
     ("plan-unknown-field", lambda c, _: _plan(c, {**PLAN, "epochs": 3}), ValueError,
      "{d}/plan.json: unknown plan fields ['epochs']; known: ['affinity', 'curve_step', 'description', "
      "'eval_sentences', 'finetuned', 'gradts', 'langs', 'method', 'model', 'name', 'prune_levels', 'random_seeds', "
-     "'ranking_seeds', 'refinetune', 'score_sentences', 'settings', 'source_langs', 'sources', 'strategies', 'target_curve_step', "
-     "'tasks', 'train']"),
+     "'ranking_seeds', 'refinetune', 'score_sentences', 'settings', 'source_langs', 'sources', 'strategies', "
+     "'target_curve_step', 'tasks', 'train']"),
     ("plan-missing-field", lambda c, _: _plan(c, {"name": "p"}), ValueError,
      "{d}/plan.json: missing plan field(s) ['description']"),
     ("plan-tasks-not-list", lambda c, _: _plan(c, {**PLAN, "tasks": "pos"}), ValueError,

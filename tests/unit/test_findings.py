@@ -184,7 +184,8 @@ def test_findings_plan_of_a_plan(tiny_cache, monkeypatch):
     assert findings_plan(find_plan("demo"), (12, 12)) == find_plan("findings")
     assert findings_plan(find_plan("findings"), (12, 12)) is find_plan("findings")
     other = findings_plan(replace(find_plan("demo"), model="x"), (12, 12))
-    assert other.model == "x" and other.gradts[0]["model"] == "x" and other.refinetune == find_plan("findings").refinetune
+    assert other.model == "x" and other.gradts[0]["model"] == "x"
+    assert other.refinetune == find_plan("findings").refinetune
     plan = StudyPlan(name="p", description="", model=model, tasks=("pos", "name"), langs=("en", "de"),
                      settings=("multi",), train={"max_train_sentences": 50, "epochs": 1.0, "seed": 3})
     f = findings_plan(plan, (3, 4))

@@ -270,7 +270,8 @@ def test_unknown_task_without_data_and_missing_files(tiny_cache, capsys, tmp_pat
     _, model = tiny_cache
     assert main(["score", "--model", model, "--task", "mine", "--lang", "xx"]) == 2
     assert "unknown task 'mine'" in capsys.readouterr().err
-    assert main(["score", "--model", model, "--task", "mine", "--lang", "xx", "--data", str(tmp_path / "no.conll")]) == 2
+    assert main(["score", "--model", model, "--task", "mine", "--lang", "xx", "--data",
+                 str(tmp_path / "no.conll")]) == 2
     assert f"no such data file: {tmp_path / 'no.conll'}" in capsys.readouterr().err
     assert main(["finetune", "--finetuned", model]) == 2
     assert "the checkpoint is fine-tuned already" in capsys.readouterr().err

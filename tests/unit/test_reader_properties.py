@@ -33,8 +33,8 @@ JSON_VALUE = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(
                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
                           max_leaves=12)
 WORD = st.text(max_size=6)
-RECORD = st.one_of(st.fixed_dictionaries({"tokens": st.lists(WORD, max_size=4), "tags": st.lists(WORD | st.integers(-2, 20),
-                                                                                                max_size=4)}),
+RECORD = st.one_of(st.fixed_dictionaries({"tokens": st.lists(WORD, max_size=4),
+                                          "tags": st.lists(WORD | st.integers(-2, 20), max_size=4)}),
                    st.fixed_dictionaries({"text": WORD, "label": WORD | st.integers(-2, 20)}), JSON_VALUE)
 JSONL = st.lists(RECORD.map(json.dumps), max_size=10).map("\n".join)
 CONLLU_SENTENCE = st.lists(st.lists(FIELD, min_size=9, max_size=9), min_size=1, max_size=5).map(

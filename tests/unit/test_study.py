@@ -128,7 +128,8 @@ def test_refinetune_controls_layers_and_seeds(tiny_cache, monkeypatch):
     assert parts[1].finetune == study.finetune_config("pos", ("en",), max_train_sentences=60, epochs=1.0, lr=1e-3,
                                                       seed=2)
     res = study.refinetune(layers)
-    assert res["levels"] == ["0", "bottom", "middle", "top"] and res["k"] == [0, third * shape[1]] + [third * shape[1]] * 2
+    assert res["levels"] == ["0", "bottom", "middle", "top"]
+    assert res["k"] == [0, third * shape[1]] + [third * shape[1]] * 2
     assert res["seeds"] == [1, 2] and set(res["best"]) == {"1", "2"}
     assert len(res["dev"]["top"]["per_seed"]) == 2
     # languages the model never trained on can be tested on every sentence outside their dev split

@@ -36,8 +36,9 @@ def _spec(model: str, **over) -> dict:
     ({"name": "s", "models": []}, "models must be a non-empty list of model names"),
     ({"name": "s", "seeds": [1, "2"]}, "seeds must be a list of whole numbers"),
     ({"name": "s", "resources": {"train": {"num_cpus": 1}}}, "resources for unknown job kind 'train'; known: "
-                                                              "finetune, score, eval, curve, refinetune"),
-    ({"name": "s", "resources": {"score": {"num_cpus": -1}}}, "resources.score.num_cpus must be a number of at least 0"),
+                                                             "finetune, score, eval, curve, refinetune"),
+    ({"name": "s", "resources": {"score": {"num_cpus": -1}}},
+     "resources.score.num_cpus must be a number of at least 0"),
     ({"name": "s", "resources": {"score": {"memory": 1}}}, "resources.score takes num_cpus, num_gpus"),
     ({"name": "s", "preset": "nope"}, "unknown study plan 'nope'; known: demo, findings"),
     ({"name": "s", "epochs": 3}, "unknown plan fields ['epochs']"),
