@@ -3,6 +3,10 @@
 * :func:`atomic_dir` builds a folder beside its destination and moves it into place only when complete (files
   and folder fsynced first), so a killed process never leaves a half-written folder under a real name. Temp
   folders of processes that died are removed by the next writer in the same parent folder.
+* :func:`atomic_file` (and :func:`write_file_atomic` for data in memory) does the same for one file: reports,
+  bundles, exports, plan files.
+* :func:`scratch_dir` is a work folder (a bundle's staging) removed after its block; one left by a killed
+  process is named so that ``cache gc`` and the next writer in its folder remove it.
 * :func:`key_lock` is an inter-process file lock: two processes asking for the same cache key compute it once.
 * :func:`claim_output_dir` / :func:`claim_output_file` guard user-named outputs (``prune --out``, exports): a
   non-empty folder (or a file) headprune did not write is refused, nothing touched; ``force`` replaces only
@@ -54,11 +58,12 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale_temps(parent: Path) -> list[Path]:
-    """Remove temp folders in ``parent`` left by processes that died (this host) or older than a day (others)."""
+def clean_stale_temps(parent: Path, prefix: str = TMP_PREFIX) -> list[Path]:
+    """Remove temp folders (and files) in ``parent`` left by processes that died (this host) or older than a day
+    (others); ``prefix`` narrows them (e.g. to one destination's)."""
     removed = []
     try:
-        candidates = [p for p in os.scandir(parent) if p.name.startswith(TMP_PREFIX)]
+        candidates = [p for p in os.scandir(parent) if p.name.startswith(prefix) and prefix.startswith(TMP_PREFIX)]
     except OSError:
         return removed
     for entry in candidates:
@@ -167,21 +172,50 @@ def scratch_path(parent: str | Path, tag: str) -> Path:
     return parent / _temp_name(Path(tag), "work")
 
 
-def write_file_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Write ``data`` to ``path`` through a temp file and a rename (a reader never sees half a file)."""
+@contextlib.contextmanager
+def scratch_dir(parent: str | Path, tag: str) -> Iterator[Path]:
+    """Yield an empty work folder in ``parent`` (on the same disk as what it will be moved into), removed after
+    the block, on an error too. Named like :func:`scratch_path`: if the process is killed, ``cache gc`` and the
+    next writer in ``parent`` remove it, and never while its process runs.
+
+    >>> # with scratch_dir(store.root, "import") as staging: ...unpack, check, move entries out of it...
+    """
+    folder = scratch_path(parent, tag)
+    folder.mkdir()
+    try:
+        yield folder
+    finally:
+        _remove(folder)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path) -> Iterator[Path]:
+    """Yield a temp path beside ``path`` to write (by any means: ``open``, ``tarfile.open``); when the block ends
+    it is flushed to disk and renamed onto ``path``, so a reader never sees half a file and a killed or failed
+    write leaves ``path`` as it was. On an exception the temp file is removed. ``path``'s folder must exist.
+
+    >>> # with atomic_file(out) as tmp, tarfile.open(tmp, "w:gz") as tar: tar.add(...)
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_temps(path.parent, f"{TMP_PREFIX}{path.name}.file.")  # what a killed write of this file left
     tmp = path.parent / _temp_name(path, "file")
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-            fh.flush()
+        yield tmp
+        with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
         fsync_dir(path.parent)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        if tmp.exists() or tmp.is_symlink():
+            _remove(tmp)
+
+
+def write_file_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` (its folder created if needed) through :func:`atomic_file`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path) as tmp:
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
     return path
 
 

@@ -19,6 +19,11 @@ from headprune_core.base.choices import (
 )
 from headprune_core.base.defaults import DEFAULT_MODEL, DEMO_TRAIN, MAX_LENGTH, TRAIN_SEED
 
+CACHE = argparse.ArgumentParser(add_help=False)
+CACHE.add_argument("--cache", default=None,
+                   help="cache folder (default: cache/ or $HEADPRUNE_CACHE; on a cluster, the same path on every node)")
+"""The one ``--cache`` option, given to every command that reads or writes the cache through ``parents=``."""
+
 
 def count_arg(text: str) -> int:
     """A whole number of at least 1 (sentences, epochs of data, batch sizes)."""
@@ -65,7 +70,8 @@ def ints_arg(text: str) -> tuple[int, ...]:
 
 
 def one_of(known: tuple[str, ...], what: str):
-    """An argparse type accepting one of ``known`` (the error is :func:`~headprune_core.base.choices.check_choice`'s)."""
+    """An argparse type accepting one of ``known`` (the error is
+    :func:`~headprune_core.base.choices.check_choice`'s)."""
     def parse(text: str) -> str:
         try:
             return check_choice(text, known, what)
@@ -99,7 +105,6 @@ def common_args(p: argparse.ArgumentParser) -> None:
                    help="a fine-tuned token-classification checkpoint (folder or Hub id): score, evaluate and "
                         "prune it with its own classifier, no fine-tuning (replaces --model)")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
-    p.add_argument("--cache", default=None, help="cache folder (default: cache/ or $HEADPRUNE_CACHE)")
 
 
 def run_args(p: argparse.ArgumentParser, *, lang: bool = True) -> None:
@@ -118,8 +123,10 @@ def run_args(p: argparse.ArgumentParser, *, lang: bool = True) -> None:
                    help="training sentences per language (at most what the corpus holds; the demo's 300 by default)")
     p.add_argument("--max-length", type=count_arg, default=MAX_LENGTH, help="tokens per sentence (longer ones are cut)")
     p.add_argument("--lr", type=positive_arg, default=DEMO_TRAIN["lr"], help="encoder learning rate (the demo's)")
-    p.add_argument("--head-lr", type=positive_arg, default=DEMO_TRAIN["head_lr"], help="classifier learning rate (the demo's)")
-    p.add_argument("--batch-size", type=count_arg, default=DEMO_TRAIN["batch_size"], help="8: small corpora need the updates")
+    p.add_argument("--head-lr", type=positive_arg, default=DEMO_TRAIN["head_lr"],
+                   help="classifier learning rate (the demo's)")
+    p.add_argument("--batch-size", type=count_arg, default=DEMO_TRAIN["batch_size"],
+                   help="8: small corpora need the updates")
     p.add_argument("--seed", type=int, default=TRAIN_SEED)
 
 
@@ -127,13 +134,13 @@ def gradts_args(p: argparse.ArgumentParser, *, plan: bool = True) -> None:
     if plan:
         p.add_argument("--plan", default="gradts-demo", help="GradTS preset or JSON plan file (units, settings)")
     p.add_argument("--units", type=names_arg, default=None, help="comma-separated task/lang units (replace the plan's)")
-    p.add_argument("--primaries", type=names_arg, default=None, help="comma-separated primary units (replace the plan's)")
+    p.add_argument("--primaries", type=names_arg, default=None,
+                   help="comma-separated primary units (replace the plan's)")
     p.add_argument("--method", type=one_of(GRADTS_METHODS, "GradTS method"), default=None,
                    help="head maps (default: the plan's)")
     p.add_argument("--sentences", type=count_arg, default=None, help="cap sentences per split (quick look)")
     p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--cache", default=None)
     data_args(p, keyed=True)
 
 
@@ -148,18 +155,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("prepare", help="fetch and convert the embedded default model and corpora into cache/")
+    p = sub.add_parser("prepare", parents=[CACHE],
+                       help="fetch and convert the embedded default model and corpora into cache/")
     p.add_argument("--force", action="store_true", help="redo even what is already prepared")
     p.add_argument("--only", choices=["models", "corpora"], default=None)
-    p.add_argument("--cache", default=None)
 
-    p = sub.add_parser("tasks", help="list tasks and languages (built-in and your registered corpora)")
-    p.add_argument("--cache", default=None)
+    p = sub.add_parser("tasks", parents=[CACHE], help="list tasks and languages (built-in and your registered corpora)")
 
     p = sub.add_parser("data", help="register your own corpus under the cache (add), list (ls), preview (show), "
                                     "delete (rm)")
     dsub = p.add_subparsers(dest="data_command", required=True)
-    q = dsub.add_parser("add", help="validate and convert FILES (or one Hub source) into a task NAME")
+    q = dsub.add_parser("add", parents=[CACHE], help="validate and convert FILES (or one Hub source) into a task NAME")
     q.add_argument("name", help="the task name it gets (letters, digits, - _ .)")
     q.add_argument("files", nargs="+", help="1 file (split 80/10/10) or 3 (train validation test), or one "
                                             "Hub source hub:NAME[:CONFIG]")
@@ -170,32 +176,29 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "parole, wotan, upos ...)")
     q.add_argument("--model", default=None, help="also report how this model's tokenizer cuts the sentences")
     q.add_argument("--force", action="store_true", help="replace a registered corpus of the same name and language")
-    q.add_argument("--cache", default=None)
-    q = dsub.add_parser("ls", help="list registered corpora")
-    q.add_argument("--cache", default=None)
-    q = dsub.add_parser("show", help="preview a corpus (registered, embedded or --data) with label counts")
+    q = dsub.add_parser("ls", parents=[CACHE], help="list registered corpora")
+    q = dsub.add_parser("show", parents=[CACHE],
+                        help="preview a corpus (registered, embedded or --data) with label counts")
     q.add_argument("name")
     q.add_argument("--lang", required=True)
     q.add_argument("--model", default=None, help="report tokenizer alignment for this model")
     q.add_argument("-n", type=count_arg, default=5, help="sentences to show")
-    q.add_argument("--cache", default=None)
-    q = dsub.add_parser("rm", help="delete a registered corpus")
+    q = dsub.add_parser("rm", parents=[CACHE], help="delete a registered corpus")
     q.add_argument("name")
     q.add_argument("--lang", default=None, help="only this language (default: all)")
-    q.add_argument("--cache", default=None)
 
-    p = sub.add_parser("study", help="run a preset (e.g. demo) or a plan file through the cache")
+    p = sub.add_parser("study", parents=[CACHE], help="run a preset (e.g. demo) or a plan file through the cache")
     p.add_argument("preset", nargs="?", default="demo", help="preset name or a JSON plan file")
     p.add_argument("--langs", type=names_arg, default=None, help="restrict to these languages (comma-separated)")
     p.add_argument("--tasks", type=names_arg, default=None, help="restrict to these tasks (comma-separated)")
     p.add_argument("--sentences", type=count_arg, default=None, help="cap sentences per split (quick look)")
     p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--cache", default=None)
     data_args(p, keyed=True)
 
-    p = sub.add_parser("findings", help="the Findings cards of the current cache: each paper's claim, the test "
-                                        "stated before the data, the verdict and how often its rule is wrong")
+    p = sub.add_parser("findings", parents=[CACHE],
+                       help="the Findings cards of the current cache: each paper's claim, the test "
+                            "stated before the data, the verdict and how often its rule is wrong")
     p.add_argument("plan", nargs="?", default="demo",
                    help="the plan whose findings to read (default: demo, whose findings are the findings preset)")
     p.add_argument("--format", default="text", type=one_of(("text", "json"), "format"), help="text (default) or json")
@@ -215,11 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "the experiments of cards still open, within this many minutes; resumes from the cache")
     p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--cache", default=None)
 
-    p = sub.add_parser("report", help="write a report to hand out: every Findings card with its numbers, "
-                                      "intervals, verdict, rule and protocol (HTML with interactive charts, or "
-                                      "Markdown); never computes")
+    p = sub.add_parser("report", parents=[CACHE],
+                       help="write a report to hand out: every Findings card with its numbers, "
+                            "intervals, verdict, rule and protocol (HTML with interactive charts, or "
+                            "Markdown); never computes")
     p.add_argument("what", type=one_of(("findings",), "report"), help="what to report: findings")
     p.add_argument("plan", nargs="?", default="demo",
                    help="the plan whose findings to report (default: demo, whose findings are the findings preset)")
@@ -230,10 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="simulated draws that measure each rule's error rates (default 1000)")
     p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--cache", default=None)
 
-    p = sub.add_parser("sweep", help="run a grid of studies (models x data x tasks x languages x settings x seeds "
-                                     "...) on Ray, one task per cached job, into one shared cache")
+    p = sub.add_parser("sweep", parents=[CACHE],
+                       help="run a grid of studies (models x data x tasks x languages x settings x seeds "
+                            "...) on Ray, one task per cached job, into one shared cache")
     p.add_argument("spec", help="sweep spec (JSON): study-plan fields plus models, data, seeds, resources "
                                 "(README: Sweeps)")
     p.add_argument("--dry-run", action="store_true",
@@ -248,26 +251,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CPUs of the local cluster (default: all); with --dry-run, the CPUs to estimate for")
     p.add_argument("--gpus", type=natural_arg, default=None, help="GPUs of the local cluster (default: all found)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--cache", default=None, help="the shared cache folder (the same path on every node)")
 
-    p = sub.add_parser("affinity", help="GradTS task affinity: per-unit head maps, Kendall tau, auxiliary ranking")
+    p = sub.add_parser("affinity", parents=[CACHE],
+                       help="GradTS task affinity: per-unit head maps, Kendall tau, auxiliary ranking")
     gradts_args(p)
     p.add_argument("--primary", default=None, help="rank auxiliary units for this unit (default: the plan's)")
     p.add_argument("--threshold", type=float, default=None, help="GradTS-thres tau threshold (default: plan's)")
     p.add_argument("--correlation", choices=["kendall", "spearman"], default="kendall")
 
-    p = sub.add_parser("gradts", help="GradTS validation: thres/trial/fg selections and the AUTOSEM bandit checked "
-                                      "by multi-task training against alone/all/random, with costs and intervals "
-                                      "(preset gradts-demo or a JSON plan file)")
+    p = sub.add_parser("gradts", parents=[CACHE],
+                       help="GradTS validation: thres/trial/fg selections and the AUTOSEM bandit checked "
+                            "by multi-task training against alone/all/random, with costs and intervals "
+                            "(preset gradts-demo or a JSON plan file)")
     p.add_argument("preset", nargs="?", default="gradts-demo", help="GradTS preset name or a JSON plan file")
     gradts_args(p, plan=False)
     p.add_argument("--max-trial", type=int, default=None,
                    help="cap GradTS-trial at this many auxiliary units (0: every candidate, the paper's procedure)")
-    p.add_argument("--train-seeds", type=ints_arg, default=None, help="comma-separated training seeds of the final models")
+    p.add_argument("--train-seeds", type=ints_arg, default=None,
+                   help="comma-separated training seeds of the final models")
     p.add_argument("--fg-threshold", type=float, default=None, help="GradTS-fg tau threshold (default: plan's)")
 
-    p = sub.add_parser("stemcells", help="learned head pruning (hard-concrete L0 gates) of every unit of a GradTS "
-                                         "plan alone and of all together: the heads most tasks keep (He & Choi)")
+    p = sub.add_parser("stemcells", parents=[CACHE],
+                       help="learned head pruning (hard-concrete L0 gates) of every unit of a GradTS "
+                            "plan alone and of all together: the heads most tasks keep (He & Choi)")
     p.add_argument("preset", nargs="?", default="gradts-demo", help="GradTS preset name or a JSON plan file")
     gradts_args(p, plan=False)
     p.add_argument("--target", type=float, default=0.5, help="share of heads each run removes (default 0.5)")
@@ -275,16 +281,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead of a target: the weight of the L0 term (as few heads as the task allows)")
     p.add_argument("--l0-epochs", type=float, default=1.0, help="epochs of training with the gates (default 1)")
 
-    p = sub.add_parser("finetune", help="fine-tune a model on a task")
+    p = sub.add_parser("finetune", parents=[CACHE], help="fine-tune a model on a task")
     run_args(p, lang=False)
 
-    p = sub.add_parser("score", help="score every head's importance")
+    p = sub.add_parser("score", parents=[CACHE], help="score every head's importance")
     run_args(p)
     p.add_argument("--method", default="gate_grad", type=one_of(METHODS, "importance method"))
     p.add_argument("--normalize", default="layer_sum", type=one_of(NORMALIZATIONS, "normalisation"))
     p.add_argument("--sentences", type=count_arg, default=300)
 
-    p = sub.add_parser("curve", help="metric vs heads pruned for a strategy")
+    p = sub.add_parser("curve", parents=[CACHE], help="metric vs heads pruned for a strategy")
     run_args(p)
     p.add_argument("--strategy", default="importance", type=one_of(STRATEGIES[:-1], "strategy"))
     p.add_argument("--ranking-lang", default=None, help="prune by another language's ranking")
@@ -293,13 +299,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=ints_arg, default=(0, 1, 2), help="seeds for the random strategy")
     p.add_argument("--sentences", type=count_arg, default=500)
 
-    p = sub.add_parser("evaluate", help="evaluate under a head mask (JSON file of a (layers, heads) 0/1 array)")
+    p = sub.add_parser("evaluate", parents=[CACHE],
+                       help="evaluate under a head mask (JSON file of a (layers, heads) 0/1 array)")
     run_args(p)
     p.add_argument("--mask", default=None, help="JSON file: [[1,0,...],...] (1 keep, 0 pruned)")
     p.add_argument("--sentences", type=count_arg, default=500)
 
-    p = sub.add_parser("refinetune", help="prune, then re-fine-tune (Ma et al.: k = 0..K lowest-ranked heads, best "
-                                          "k on dev; controls and Budhraja et al.'s layer thirds by --strategy)")
+    p = sub.add_parser("refinetune", parents=[CACHE],
+                       help="prune, then re-fine-tune (Ma et al.: k = 0..K lowest-ranked heads, best "
+                            "k on dev; controls and Budhraja et al.'s layer thirds by --strategy)")
     run_args(p)
     p.add_argument("--strategy", default="importance", type=one_of(RETRAIN_STRATEGIES, "strategy"),
                    help="importance (lowest-ranked first), reverse (top-ranked), random, layers (bottom/middle/top "
@@ -311,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-langs", type=names_arg, default=None)
     p.add_argument("--sentences", type=count_arg, default=500)
 
-    p = sub.add_parser("prune", help="write a physically pruned model folder")
+    p = sub.add_parser("prune", parents=[CACHE], help="write a physically pruned model folder")
     run_args(p)
     p.add_argument("--k", type=natural_arg, default=None, help="prune the k least important heads")
     p.add_argument("--mask", default=None, help="or a JSON mask file")
@@ -325,43 +333,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cache_commands(sub) -> None:
     """ls, show, rm, export and ``cache ls | du | gc``."""
-    p = sub.add_parser("ls", help="list cache entries (stale and corrupt ones named as such)")
+    p = sub.add_parser("ls", parents=[CACHE], help="list cache entries (stale and corrupt ones named as such)")
     p.add_argument("--kind", default=None)
-    p.add_argument("--cache", default=None)
     for name, text in (("show", "show one cache entry"), ("rm", "delete cache entries (corrupt ones too)")):
-        p = sub.add_parser(name, help=text)
+        p = sub.add_parser(name, parents=[CACHE], help=text)
         p.add_argument("key", nargs="+" if name == "rm" else None, help="key (or unique prefix)")
-        p.add_argument("--cache", default=None)
-    p = sub.add_parser("export", help="export an entry's importance map / curve / mask as CSV or JSON")
+    p = sub.add_parser("export", parents=[CACHE], help="export an entry's importance map / curve / mask as CSV or JSON")
     p.add_argument("key")
     p.add_argument("--format", choices=["csv", "json"], default="csv")
     p.add_argument("--out", default="-", help="a new file (default: standard output)")
     p.add_argument("--force", action="store_true", help="replace an earlier headprune export in --out")
-    p.add_argument("--cache", default=None)
     p = sub.add_parser("cache", help="what the cache folder holds and takes (ls, du) and freeing it (gc)")
     what = p.add_subparsers(dest="cache_command", required=True)
-    q = what.add_parser("ls", help="every item: result entries (ok, stale, corrupt), temp folders, uploads")
+    q = what.add_parser("ls", parents=[CACHE],
+                        help="every item: result entries (ok, stale, corrupt), temp folders, uploads")
     q.add_argument("--stale", action="store_true", help="only what 'cache gc' would remove")
-    q.add_argument("--cache", default=None)
-    q = what.add_parser("du", help="space taken, by area and state, largest first")
-    q.add_argument("--cache", default=None)
-    q = what.add_parser("gc", help="remove stale and corrupt entries, temp folders of dead processes and "
-                                   "uploads older than a day (never outside the cache, never through a link)")
+    q = what.add_parser("du", parents=[CACHE], help="space taken, by area and state, largest first")
+    q = what.add_parser("gc", parents=[CACHE],
+                        help="remove stale and corrupt entries, temp folders of dead processes and "
+                             "uploads older than a day (never outside the cache, never through a link)")
     q.add_argument("--dry-run", action="store_true", help="say what would go and how much space it frees")
-    q.add_argument("--cache", default=None)
 
     p = sub.add_parser("bundle", help="a plan's results packed on one machine and checked into another cache "
                                       "(model weights left out unless asked for)")
     what = p.add_subparsers(dest="bundle_command", required=True)
-    q = what.add_parser("export", help="pack a plan's cached results and a manifest (keys, sizes, SHA-256)")
+    q = what.add_parser("export", parents=[CACHE],
+                        help="pack a plan's cached results and a manifest (keys, sizes, SHA-256)")
     q.add_argument("plan", help="a preset (demo, findings ...), a saved plan or a plan file")
-    q.add_argument("--out", required=True, help="the bundle file to write (e.g. findings.bundle.tar.gz)")
+    q.add_argument("--out", required=True, help="the bundle file to write (e.g. findings.bundle.tar.gz); an "
+                                                "earlier bundle there is replaced")
+    q.add_argument("--force", action="store_true", help="replace --out even if it is not a headprune bundle")
     q.add_argument("--with-weights", action="store_true",
                    help="also pack fine-tuned weights (the inspector, new masks and physical pruning need them)")
     q.add_argument("--model", default=None, help="model (default: the plan's)")
     q.add_argument("--device", default="auto")
-    q.add_argument("--cache", default=None)
-    q = what.add_parser("import", help="check every entry of a bundle, then add them to the cache (a valid entry "
-                                       "already there is kept)")
+    q = what.add_parser("import", parents=[CACHE],
+                        help="check every entry of a bundle, then add them to the cache (a valid entry "
+                             "already there is kept)")
     q.add_argument("file", help="the bundle file")
-    q.add_argument("--cache", default=None)

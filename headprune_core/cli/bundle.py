@@ -1,18 +1,33 @@
 """The ``bundle`` command: a plan's results packed into one file (``export``) and checked into a cache
-(``import``)."""
+(``import``). ``export --out`` replaces an earlier bundle there, anything else only with ``--force``."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+from headprune_core.base.files import OutputExists
 from headprune_core.encoders.models import config_head_shape
 from headprune_core.findings.plan import findings_plan
-from headprune_core.plans.bundle import export_bundle, import_bundle
+from headprune_core.plans.bundle import export_bundle, import_bundle, is_bundle
 from headprune_core.plans.presets import find_plan
+
+
+def claim_bundle_file(out: str | Path, *, force: bool = False) -> Path:
+    """Check that ``out`` may receive a bundle: new, an earlier headprune bundle, or (with ``force``) any file;
+    raise :class:`OutputExists` if not. A folder is always refused. Nothing is touched here."""
+    out = Path(out)
+    if out.is_dir():
+        raise OutputExists(f"{out} is a folder; give a file name for the bundle")
+    if (out.exists() or out.is_symlink()) and not force and not is_bundle(out):
+        raise OutputExists(f"{out} exists and is not a headprune bundle; nothing was touched. Choose a new file "
+                           "name, or use --force to replace it")
+    return out
 
 
 def cmd_bundle(args) -> int:
     if args.bundle_command == "export":
+        claim_bundle_file(args.out, force=args.force)  # before any work
         plan = find_plan(args.plan)
         if args.model:
             plan = replace(plan, model=args.model)

@@ -19,6 +19,7 @@ import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
+from headprune_core.base.files import write_file_atomic
 from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
@@ -65,7 +66,8 @@ def card_figure(card: Card) -> dict | None:
          "y": [n for n, e in zip(names, est) for _ in e.runs], "marker": {"color": "#8c959f", "size": 9,
                                                                         "symbol": "circle-open"},
          "hovertemplate": "run: %{x:.2f}<extra></extra>"},
-        {"type": "scatter", "mode": "markers", "name": f"mean, {rule.level_text} interval", "x": [e.diff for e in est], "y": names,
+        {"type": "scatter", "mode": "markers", "name": f"mean, {rule.level_text} interval",
+         "x": [e.diff for e in est], "y": names,
          "marker": {"color": COLOURS.get(card.verdict, "#0969da"), "size": 14},
          "error_x": {"type": "data", "symmetric": False, "array": [hi - e.diff for e, (_, hi) in zip(est, intervals)],
                      "arrayminus": [e.diff - lo for e, (lo, _) in zip(est, intervals)], "thickness": 3, "width": 8},
@@ -272,8 +274,8 @@ def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: 
                              for name, e in card.estimates.items())
             lines += [f"**Training runs.** {runs}", ""]
             if card.mde is not None:
-                lines += [f"**Minimum detectable effect** (information, not a gate). {card.mde:.2f} {h.rule.unit} (the paper: "
-                          f"{_md(h.paper_effect)})", ""]
+                lines += [f"**Minimum detectable effect** (information, not a gate). {card.mde:.2f} {h.rule.unit} "
+                          f"(the paper: {_md(h.paper_effect)})", ""]
             for note in card.notes:
                 lines += [f"*{_md(note)}*", ""]
             lines += _table_md(card.rows)
@@ -305,7 +307,4 @@ def write_report(cards: list[Card], out: str | Path, *, fmt: str, title: str, in
     if not out.parent.is_dir():
         raise FileNotFoundError(f"no such folder for the report: {out.parent}")
     text = (report_html if fmt == "html" else report_markdown)(cards, title=title, intro=intro)
-    tmp = out.with_name(out.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
-    return out
+    return write_file_atomic(out, text)

@@ -10,7 +10,11 @@ Import checks everything before anything lands: regular files only (no links, de
 ``runs/`` of the layout above, nothing absent from or missing in the manifest, sizes and SHA-256 as listed, only
 ``.json``, ``.npy`` (never with pickled objects) and ``.safetensors`` files, each entry's ``config.json`` of a
 known kind whose configuration hashes to its key, and its ``entry.json`` listing exactly its files. Then each entry
-is moved into the cache atomically, under its key's lock; a valid entry already there is never overwritten.
+is moved into the cache atomically, under its key's lock; a valid entry already there is never overwritten. A
+bundle cut short (an interrupted download) or damaged (bad gzip or tar data, an unreadable manifest) is refused
+with one line naming the file, nothing written. Entries are unpacked into a staging folder in the cache's
+``runs/`` (:func:`~headprune_core.base.files.scratch_dir`), removed afterwards; the staging of an import that was
+killed is removed by ``cache gc`` or the next import, never while its import runs.
 
 The manifest also carries the plan and the GradTS plans it names, unless they are presets (every installation has
 those), so the laptop's pages list the plan without its file being copied by hand. They are checked like plan
@@ -19,21 +23,22 @@ files, and saved in ``<cache>/plans`` only where no plan of that name is: a plan
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
 import re
 import shutil
 import tarfile
-import tempfile
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
-from headprune_core.base.files import check_name, key_lock, remove_dir, write_file_atomic
+from headprune_core.base.files import atomic_file, check_name, key_lock, remove_dir, scratch_dir, write_file_atomic
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan, find_gradts_plan
 from headprune_core.multitask.plan import plans_dir as gradts_plans_dir
@@ -159,15 +164,27 @@ def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = Fals
                 "created": time.time(), "with_weights": with_weights, "missing": missing,
                 "weights_left_out": left_out, "plans": plans_of(plan),
                 "entries": [{k: e[k] for k in ("kind", "key", "files")} for e in entries]}
-    tmp = out.with_name(out.name + ".part")
-    with tarfile.open(tmp, "w:gz") as tar:
-        _add(tar, MANIFEST, io.BytesIO(json.dumps(manifest, indent=1).encode()), None)
+    with atomic_file(out) as tmp, tarfile.open(tmp, "w:gz") as tar:
+        _add(tar, MANIFEST, io.BytesIO(json.dumps(manifest, indent=1).encode()), None)  # first: see is_bundle
         for e in entries:
             for name, path in e["paths"]:
                 with open(path, "rb") as fh:
                     _add(tar, f"runs/{e['kind']}/{e['key']}/{name}", fh, path.stat().st_size)
-    tmp.replace(out)
     return Exported(out, len(entries), total, missing, left_out, also_missing)
+
+
+def is_bundle(path: str | Path) -> bool:
+    """Whether ``path`` is a headprune bundle (of any version): a tar file whose first member is a manifest of
+    our format. Only that member is read, so a large bundle is not decompressed to tell."""
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            first = tar.next()
+            if first is None or first.name != MANIFEST or not first.isreg() or first.size > MAX_MANIFEST_BYTES:
+                return False
+            manifest = json.loads(tar.extractfile(first).read())
+    except (OSError, EOFError, ValueError, zlib.error, tarfile.TarError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
 
 
 def plans_of(plan: StudyPlan) -> dict:
@@ -237,7 +254,7 @@ def _read_manifest(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo]) ->
     except BundleError:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise BundleError(f"{MANIFEST} is unreadable: {type(err).__name__}: {err}") from None
+        raise BundleError(f"{MANIFEST} is damaged: {type(err).__name__}: {err}") from None
     return manifest
 
 
@@ -269,7 +286,7 @@ def check_bundle(tar: tarfile.TarFile) -> tuple[dict, dict[str, tuple[int, str]]
             raise BundleError(f"{name!r}: {m.size:,} bytes, {MANIFEST} says {expected[name][0]:,}")
     absent = sorted(set(expected) - set(members))
     if absent:
-        raise BundleError(f"{absent[0]!r}: listed in {MANIFEST} but not in the bundle")
+        raise BundleError(f"{absent[0]!r}: listed in {MANIFEST} but not in the bundle (cut short or damaged?)")
     return manifest, expected
 
 
@@ -319,7 +336,8 @@ class Imported:
 
 
 def check_plans(data: Any) -> list[tuple[str, str, dict]]:
-    """The plans a manifest carries as ("gradts" or "study", name, fields), each checked as a plan file is (GradTS plans first: the study plan names them); a :class:`BundleError` when one is unreadable."""
+    """The plans a manifest carries as ("gradts" or "study", name, fields), each checked as a plan file is
+    (GradTS plans first: the study plan names them); a :class:`BundleError` when one is unreadable."""
     if data is None:
         return []
     try:
@@ -364,42 +382,20 @@ def _save_plans(plans: list[tuple[str, str, dict]], cache: Path) -> list[str]:
 
 def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
     """Check the bundle ``path`` wholly, then move each of its entries into ``store``'s cache (atomic per entry;
-    a valid entry already there is kept). Raises :class:`BundleError` before anything lands."""
+    a valid entry already there is kept). Raises :class:`BundleError`, naming ``path``, before anything lands."""
     store = store or Store()
     path = Path(path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"no such bundle: {path}")
     store.check_writable()
-    try:
-        tar = tarfile.open(path, "r:*")
-    except (tarfile.TarError, OSError) as err:
-        raise BundleError(f"{path}: not a bundle (a gzip'd tar file): {err}") from None
-    staging = Path(tempfile.mkdtemp(prefix=".tmp-import-", dir=store.root))
-    try:
-        with tar:
-            manifest, expected = check_bundle(tar)
-            total = sum(b for b, _ in expected.values())
-            free = shutil.disk_usage(store.root).free
-            if total > free:
-                raise BundleError(f"{path}: needs {total / 1e6:,.1f} MB, the cache folder has {free / 1e6:,.1f} MB free")
-            for member in tar.getmembers():  # in the archive's order: a gzip stream is read once
-                if member.name == MANIFEST:
-                    continue
-                name = member.name
-                size, sha = expected[name]
-                dest = staging / name
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                h, n = hashlib.sha256(), 0
-                with tar.extractfile(member) as src, open(dest, "wb") as fh:
-                    for chunk in iter(lambda: src.read(1 << 20), b""):
-                        h.update(chunk)
-                        n += len(chunk)
-                        fh.write(chunk)
-                if n != size or h.hexdigest() != sha:
-                    raise BundleError(f"{name!r}: its SHA-256 is not the one {MANIFEST} lists")
-        cfgs = [(_check_entry_folder(staging / "runs" / e["kind"] / e["key"], e["kind"], e["key"], expected), e)
-                for e in manifest["entries"]]
-        plans = check_plans(manifest.get("plans"))
+    with scratch_dir(store.root, "import") as staging:
+        try:
+            manifest, expected = _unpack(path, staging)
+            cfgs = [(_check_entry_folder(staging / "runs" / e["kind"] / e["key"], e["kind"], e["key"], expected), e)
+                    for e in manifest["entries"]]
+            plans = check_plans(manifest.get("plans"))
+        except BundleError as err:
+            raise BundleError(f"{path}: {err}; nothing was imported") from None
         added = kept = 0
         for cfg, e in cfgs:
             dest = store.path_for(cfg)
@@ -412,6 +408,58 @@ def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
                     remove_dir(dest)  # a corrupt entry under this key
                 (staging / "runs" / e["kind"] / e["key"]).replace(dest)
                 added += 1
+        total = sum(b for b, _ in expected.values())
         return Imported(len(cfgs), added, kept, total, _save_plans(plans, store.root.parent))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _unpack(path: Path, staging: Path) -> tuple[dict, dict[str, tuple[int, str]]]:
+    """Check the bundle's members and manifest, then unpack its entry files into ``staging``, each checked
+    against its size and SHA-256; the manifest and the expected ``{member: (bytes, sha256)}``. A file cut short or
+    damaged is a :class:`BundleError` saying so (gzip and tarfile raise ``EOFError``, ``zlib.error`` ...)."""
+    try:
+        tar = tarfile.open(path, "r:*")
+    except tarfile.TarError:
+        with open(path, "rb") as fh:
+            gzipped = fh.read(2) == b"\x1f\x8b"
+        raise BundleError("damaged: it starts like a gzip file but does not read as a gzip'd tar archive"
+                          if gzipped else "not a bundle (not a gzip'd tar file)") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise BundleError(_damaged(err)) from None
+    try:
+        with tar:
+            manifest, expected = check_bundle(tar)
+            total = sum(b for b, _ in expected.values())
+            free = shutil.disk_usage(staging).free
+            if total > free:
+                raise BundleError(f"needs {total / 1e6:,.1f} MB, the cache folder has {free / 1e6:,.1f} MB free")
+            for member in tar.getmembers():  # in the archive's order: a gzip stream is read once
+                if member.name != MANIFEST:
+                    _extract(tar, member, staging, expected[member.name])
+    except (EOFError, zlib.error, gzip.BadGzipFile, tarfile.TarError) as err:
+        raise BundleError(_damaged(err)) from None
+    return manifest, expected
+
+
+def _damaged(err: BaseException) -> str:
+    """What a decompression or tar error says about the file: cut short, or damaged."""
+    short = isinstance(err, EOFError) or "unexpected end of data" in str(err)
+    if short:
+        return ("cut short: the file ends before the bundle does (an interrupted download or copy?); fetch or copy "
+                "it again")
+    return f"damaged ({type(err).__name__}: {err}); fetch or copy it again"
+
+
+def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, staging: Path, expected: tuple[int, str]) -> None:
+    """Unpack one entry file into ``staging``, hashing it on the way; refused unless its size and SHA-256 are the
+    ones the manifest lists."""
+    size, sha = expected
+    dest = staging / member.name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    h, n = hashlib.sha256(), 0
+    with tar.extractfile(member) as src, open(dest, "wb") as fh:
+        for chunk in iter(lambda: src.read(1 << 20), b""):
+            h.update(chunk)
+            n += len(chunk)
+            fh.write(chunk)
+    if n != size or h.hexdigest() != sha:
+        raise BundleError(f"{member.name!r}: its SHA-256 is not the one {MANIFEST} lists (damaged or altered)")

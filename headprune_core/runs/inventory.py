@@ -131,6 +131,9 @@ def scan_runs(runs: Path) -> list[Item]:
         if folder.is_symlink():
             items.append(Item(folder, "runs", "symlink", tree_size(folder), "a link: never followed"))
             continue
+        if folder.name.startswith(TMP_PREFIX):  # a bundle import's staging, never a kind of result
+            items.append(_temp(folder, "runs"))
+            continue
         if not folder.is_dir():
             items.append(Item(folder, "runs", "kept", tree_size(folder)))
             continue

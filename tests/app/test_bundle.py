@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import numpy as np
 import pytest
 
 from headprune_core.cli.main import main
-from headprune_core.plans.bundle import MANIFEST, BundleError, export_bundle, import_bundle
+from headprune_core.plans.bundle import MANIFEST, BundleError, export_bundle, import_bundle, is_bundle
+from headprune_core.plans.presets import plans_dir
 from headprune_core.runs.config import config_from_dict
 from headprune_core.runs.store import Store
 from tests.helpers.app import copy_cache, make_app, run_page, shown_numbers
@@ -254,13 +256,18 @@ def test_malicious_bundles_are_refused_with_nothing_written(case, bundles, tmp_p
     manifest, files = _read(bundles["plain"])
     manifest, files, extra, msg = _evil(case, manifest, files)
     bad = _write(tmp_path / f"{case}.tar.gz", manifest, files, extra)
-    root = tmp_path / "cache" / "runs"
+    root = tmp_path / "deep" / "er" / "still" / "cache" / "runs"  # a ../../../ escape still lands in tmp_path
     root.mkdir(parents=True)
+    escapes = [Path("/tmp") / "headprune-evil.json"]
+    if case == "plan-name-traversal":  # where the plan file would land if its name were trusted
+        escape = Path(os.path.normpath(plans_dir(root.parent) / f"{manifest['plans']['study']['name']}.json"))
+        assert escape.is_relative_to(tmp_path) and not escape.is_relative_to(root.parent), escape
+        escapes.append(escape)
     before = _files(tmp_path)
     with pytest.raises(BundleError, match=msg):
         import_bundle(bad, Store(root))
-    assert _files(tmp_path) == before  # nothing landed, no temp folder left
-    assert not (Path("/tmp") / "headprune-evil.json").exists()
+    assert _files(tmp_path) == before  # nothing landed, no temp folder left, nothing escaped the cache
+    assert not [e for e in escapes if e.exists()]
 
 
 def test_import_refuses_what_is_not_a_bundle(tmp_path, capsys, monkeypatch):
@@ -280,3 +287,13 @@ def test_bundle_export_from_the_command_line(fixture_cache, tmp_path, capsys):
     assert f"wrote {out}" in said and "fine-tuned models' weights left out" in said
     manifest, files = _read(out)
     assert len(manifest["entries"]) == len({n.split("/")[2] for n in files})
+    # an earlier bundle there is replaced; any other file only with --force
+    mine = tmp_path / "mine.tar.gz"
+    mine.write_text("not a bundle")
+    export = ["bundle", "export", str(fixture_cache["plan_file"]), "--device", "cpu", "--cache",
+              str(fixture_cache["root"])]
+    assert main([*export, "--out", str(out)]) == 0 and is_bundle(out)
+    assert main([*export, "--out", str(mine)]) == 2 and mine.read_text() == "not a bundle"
+    assert f"{mine} exists and is not a headprune bundle" in capsys.readouterr().err
+    assert main([*export, "--out", str(mine), "--force"]) == 0 and _read(mine)[0]["entries"] == manifest["entries"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fixture.tar.gz", "mine.tar.gz"]  # no temp file left
