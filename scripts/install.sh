@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install headprune and its pinned dependencies into .venv (idempotent). With --browser, also Debian's chromium + Playwright for the
-# real-browser test. Needs only Python 3.11+, pip and the package registries.
+# Install headprune and its locked dependencies into .venv (idempotent). With --browser, also Debian's chromium for the
+# real-browser test (Playwright, which drives it, is in the dev lock). Needs only Python 3.11+, pip and the package
+# registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,13 +10,16 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 python -m pip install --quiet --upgrade pip
-# torch first and pinned, so nothing pulls a different (multi-GB CUDA) build in behind our back
-python -m pip install --quiet "torch==2.13.0"
-python -m pip install --quiet -r requirements.txt
+# The locks (scripts/lock.sh makes them), every file checked against its hash: the runtime dependencies and the dev
+# tools (the dev lock repeats the runtime pins; pip fails if the two disagree). torch is in neither and nothing in them
+# needs it: in hash mode a package that did would fail here, not pull a (multi-GB CUDA) torch build in behind our back.
+python -m pip install --quiet --require-hashes -r requirements.txt -r requirements-dev.txt
+# torch, pinned without a hash (requirements-torch.txt says why): here the CPU build from the machine's wheel folder,
+# whose dependencies the locks have just installed; elsewhere the build pip picks for the platform, with its own.
+python -m pip install --quiet -r requirements-torch.txt
 # headprune itself, editable: the `headprune` command, and imports that follow this checkout
 python -m pip install --quiet --no-deps --no-build-isolation -e .
 if [ "${1:-}" = "--browser" ]; then
-  python -m pip install --quiet "playwright==1.65.2"
   if [ ! -x /usr/bin/chromium ]; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq

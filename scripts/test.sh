@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
-# Every check: install (incl. chromium for the browser test), prepare the embedded default, lint (ruff) and the
-# layers contract (import-linter), then the fast tier on two workers and the slow and browser tests one at a time.
+# Every check: install (incl. chromium for the browser test), check that the installed packages agree (pip check),
+# prepare the embedded default, lint (ruff) and the layers contract (import-linter), then the fast tier on two workers
+# and the slow and browser tests one at a time. No test may be skipped (see pytest_no_skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --browser
 . .venv/bin/activate
+# the locks and torch's pin are installed apart (scripts/install.sh): their requirements must still meet
+python -m pip check
 headprune prepare
 ruff check .
 lint-imports --no-logo
-python -m pytest -q tests
-python -m pytest -q -m "slow or browser" -n 0 tests
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+# pytest with these arguments, failing when it skipped a test: everything a skip waits for (Chromium, Playwright,
+# kaleido, Ray) is installed above, so here a skip is a check that did not run. -rfEs lists failures, errors and each
+# skip with its reason (an xfail is not a skip).
+pytest_no_skips() {
+  local skipped
+  python -m pytest -rfEs "$@" | tee "$LOG"
+  # the summary's skip lines, less colour codes (PY_COLORS or FORCE_COLOR can turn them on)
+  skipped=$(sed 's/\x1b\[[0-9;]*m//g' "$LOG" | grep -E '^SKIPPED \[[0-9]+\] ' || true)
+  if [ -n "$skipped" ]; then
+    echo "scripts/test.sh: failed: tests were skipped, and none may be here:" >&2
+    echo "$skipped" >&2
+    return 1
+  fi
+}
+pytest_no_skips -q tests
+pytest_no_skips -q -m "slow or browser" -n 0 tests
