@@ -228,7 +228,7 @@ def curves_chart(curves: Sequence[dict], *, current_k: int | None = None, curren
     """Metric vs heads pruned, one line per strategy with its 95% bootstrap interval over sentences as a band
     (random: the mean over draws); current k marked.
 
-    Each curve is ``{"name", "k", "mean", "std", "labels", "strategy"}`` (and ``low``/``high``) as returned by
+    Each curve is ``{"name", "k", "mean", "low", "high", "labels", "strategy"}`` as returned by
     ``Study.curve`` plus a display name. The ``layers`` strategy is three labelled points at the same k (bottom /
     middle / top third), labelled left, above and right so the labels do not overlap. The y-axis spans the
     values (not 0-100), so drops look larger than on a full scale: the page says so.
@@ -249,10 +249,7 @@ def curves_chart(curves: Sequence[dict], *, current_k: int | None = None, curren
                                      marker=dict(size=10, color=colour),
                                      hovertemplate="%{text} layers: %{y:.2f}<extra>" + c["name"] + "</extra>"))
             continue
-        low, high = c.get("low"), c.get("high")
-        if low is None:  # an entry from before intervals were kept: +-1 std over random draws
-            std = list(c.get("std") or [0.0] * len(k))
-            low, high = [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)]
+        low, high = c["low"], c["high"]
         if any(h > lo for lo, h in zip(low, high)):
             fig.add_trace(go.Scatter(x=k + k[::-1], y=list(high) + list(low)[::-1], fill="toself",
                                      line=dict(width=0), fillcolor=colour, opacity=0.15, hoverinfo="skip",

@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from headprune_core.base import fetch
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import SPLITS
 from headprune_core.base.files import atomic_dir, scratch_path
+from headprune_core.base.progress import TqdmProgress
+from headprune_core.base.progress import report as report_progress
 from headprune_core.data.formats import conllu_words, iter_conllu
 from headprune_core.data.registry import TASKS
 from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS, TagMapper, bio_names, is_proper
@@ -459,10 +460,10 @@ def prepare_corpora(*, force: bool = False, progress: bool = True) -> PrepareRep
         report.skipped += [(t, l, "already prepared") for t, l in src.outputs if (t, l) not in pending]
         if pending:
             todo.append((src, pending))
-    bar = tqdm(total=sum(len(p) for _, p in todo), desc="preparing corpora", unit="corpus",
-               disable=not progress or not todo)
+    total, done = sum(len(p) for _, p in todo), 0
+    on_progress = TqdmProgress(unit="corpus") if progress and todo else None
     for src, pending in todo:
-        bar.set_postfix_str(src.name)
+        report_progress(on_progress, f"preparing corpora ({src.name})", done, total)
         work = scratch_path(downloads, src.name)
         left = set(pending)
         try:
@@ -472,7 +473,8 @@ def prepare_corpora(*, force: bool = False, progress: bool = True) -> PrepareRep
                     if (task, lang) in left:
                         report.missing.append((task, lang, why))
                         left.discard((task, lang))
-                        bar.update(1)
+                        done += 1
+                        report_progress(on_progress, f"preparing corpora ({src.name})", done, total)
                     continue
                 key = (item.task, item.lang)
                 if key not in left:
@@ -483,7 +485,8 @@ def prepare_corpora(*, force: bool = False, progress: bool = True) -> PrepareRep
                     write_output(item)
                     report.done.append(key)
                 left.discard(key)
-                bar.update(1)
+                done += 1
+                report_progress(on_progress, f"preparing corpora ({src.name})", done, total)
         except fetch.FetchError as err:
             log.warning("%s: %s", src.name, err)
             reason = str(err)
@@ -496,6 +499,8 @@ def prepare_corpora(*, force: bool = False, progress: bool = True) -> PrepareRep
             shutil.rmtree(work, ignore_errors=True)
         for key in sorted(left, key=pending.index):
             report.missing.append((*key, f"{src.name}: {reason}"))
-            bar.update(1)
-    bar.close()
+            done += 1
+            report_progress(on_progress, f"preparing corpora ({src.name})", done, total)
+    if on_progress is not None:
+        on_progress.close()
     return report

@@ -32,6 +32,11 @@ def pick_device(name: str | None = "auto") -> torch.device:
     return torch.device(name)
 
 
+def to_device(batch: dict, device: torch.device) -> dict:
+    """A batch with its tensors moved to ``device`` (other values as they are)."""
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
 def autocast(device: torch.device, *, enabled: bool = True):
     """bf16 autocast on CUDA GPUs that support it; a no-op context elsewhere (fp32 on CPU and MPS)."""
     if enabled and device.type == "cuda" and torch.cuda.is_bf16_supported():

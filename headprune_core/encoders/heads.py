@@ -1,4 +1,4 @@
-"""Switch attention heads off (gates), remove them for real (pruning), for transformers 4.x and 5.x.
+"""Switch attention heads off (gates), remove them for real (pruning), for transformers 5 (pyproject requires it).
 
 transformers 5 dropped ``head_mask`` (silently ignored) and ``prune_heads``, so headprune does both itself:
 
@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 import copy
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -166,6 +166,22 @@ def _scoped(token: object, hook):
 
 
 @contextlib.contextmanager
+def scoped_hooks(hooks: list[tuple[Callable, Callable, dict]]) -> Iterator[None]:
+    """Register each ``(register, hook, options)`` (e.g. ``(module.register_forward_hook, hook, {})``) for the
+    block: the hooks act only on forward passes this thread runs inside it (:func:`_scoped`) and are removed on
+    exit, also after an exception, so a shared (cached) model is never left hooked."""
+    with _hook_scope() as token:
+        handles = []
+        try:
+            for register, hook, options in hooks:
+                handles.append(register(_scoped(token, hook), **options))
+            yield
+        finally:
+            for h in handles:
+                h.remove()
+
+
+@contextlib.contextmanager
 def head_gates(model: nn.Module, mask: torch.Tensor) -> Iterator[torch.Tensor]:
     """Scale each head's output by ``mask[layer, head]`` for every forward pass inside the block.
 
@@ -181,19 +197,13 @@ def head_gates(model: nn.Module, mask: torch.Tensor) -> Iterator[torch.Tensor]:
     """
     check_mask(model, mask)
     adapter = adapter_for(model)
-    handles = []
-    with _hook_scope() as token:
-        try:
-            for i, layer in enumerate(encoder_layers(model)):
-                kept = kept_heads(model, i)
-                if not kept:
-                    continue  # nothing left to gate in this layer
-                out_proj = layer.get_submodule(adapter.out)
-                handles.append(out_proj.register_forward_pre_hook(_scoped(token, _gate_hook(mask, i, kept))))
-            yield mask
-        finally:
-            for h in handles:
-                h.remove()
+    hooks = []
+    for i, layer in enumerate(encoder_layers(model)):
+        kept = kept_heads(model, i)
+        if kept:  # else nothing is left to gate in this layer
+            hooks.append((layer.get_submodule(adapter.out).register_forward_pre_hook, _gate_hook(mask, i, kept), {}))
+    with scoped_hooks(hooks):
+        yield mask
 
 
 def _gate_hook(mask: torch.Tensor, layer: int, kept: list[int]):
@@ -220,13 +230,8 @@ def captured_io(modules: list[nn.Module]) -> Iterator[dict[int, tuple[torch.Tens
     def hook(module, args, output):
         seen[id(module)] = (args[0].detach(), output)
 
-    with _hook_scope() as token:
-        handles = [m.register_forward_hook(_scoped(token, hook)) for m in modules]
-        try:
-            yield seen
-        finally:
-            for h in handles:
-                h.remove()
+    with scoped_hooks([(m.register_forward_hook, hook, {}) for m in modules]):
+        yield seen
 
 
 class _EmptyAttention(nn.Module):
@@ -325,16 +330,10 @@ def attention_probs(model: nn.Module, input_ids: torch.Tensor, attention_mask: t
             inputs[i] = (args[0] if args else kwargs["hidden_states"]).detach()
         return hook
 
-    with _hook_scope() as token:
-        handles = [layer.get_submodule(adapter.attn).register_forward_pre_hook(_scoped(token, capture(i)),
-                                                                               with_kwargs=True)
-                   for i, layer in enumerate(layers)]
-        try:
-            with torch.no_grad():
-                base_model(model)(input_ids=input_ids, attention_mask=attention_mask, **encoder_kwargs)
-        finally:
-            for h in handles:
-                h.remove()
+    hooks = [(layer.get_submodule(adapter.attn).register_forward_pre_hook, capture(i), {"with_kwargs": True})
+             for i, layer in enumerate(layers)]
+    with scoped_hooks(hooks), torch.no_grad():
+        base_model(model)(input_ids=input_ids, attention_mask=attention_mask, **encoder_kwargs)
     size = head_dim(model)
     pad = (attention_mask == 0)[:, None, None, :]  # (batch, 1, 1, seq)
     probs = []

@@ -29,7 +29,6 @@ from huggingface_hub import HfApi, hf_hub_download, try_to_load_from_cache
 from safetensors import safe_open
 from safetensors.numpy import save_file
 from tokenizers import Tokenizer
-from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModel, AutoTokenizer, BertConfig, PreTrainedTokenizerFast
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
@@ -37,6 +36,7 @@ from headprune_core.base import fetch
 from headprune_core.base.cache import cache_root
 from headprune_core.base.defaults import DEFAULT_MODEL
 from headprune_core.base.files import atomic_dir, read_json
+from headprune_core.base.progress import TqdmProgress, report
 from headprune_core.encoders import e5s1
 from headprune_core.encoders.device import pick_device
 from headprune_core.encoders.heads import ADAPTERS, UnsupportedModelError
@@ -204,9 +204,15 @@ def convert_e5s1(e5s1_path: Path, tokenizer_json: Path, out_dir: Path, *, model_
     backend = _check_tokenizer_matches(tokenizer_json, f)
     out_dir.mkdir(parents=True, exist_ok=True)
     total = sum(e.count for e in f.tensors.values())
-    with tqdm(total=total, unit="w", unit_scale=True, desc=f"dequantising {Path(e5s1_path).name}",
-              disable=not progress) as bar:
-        state = e5s1.bert_state_dict(f, on_chunk=bar.update)
+    on_progress = TqdmProgress(unit="w", unit_scale=True) if progress else None
+    what, seen = f"dequantising {Path(e5s1_path).name}", [0]
+
+    def chunk(n: int) -> None:
+        seen[0] += n
+        report(on_progress, what, seen[0], total)
+    state = e5s1.bert_state_dict(f, on_chunk=chunk)
+    if on_progress is not None:
+        on_progress.close()
     cfg = {k: v for k, v in e5s1.bert_config_dict(f).items() if k != "model_type"}
     BertConfig(**cfg).save_pretrained(out_dir)
     save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})

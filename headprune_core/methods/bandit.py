@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
-from headprune_core.encoders.device import autocast
+from headprune_core.base.progress import Step
+from headprune_core.encoders.device import autocast, to_device
 from headprune_core.methods.train import batches, optimizer_for
 
 
@@ -73,7 +73,7 @@ def _dev_loss(model: nn.Module, dev: list[dict], device) -> float:
     total = n = 0.0
     with torch.no_grad():
         for batch in dev:
-            batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+            batch = to_device(batch, device)
             with autocast(device):
                 loss, count = model.loss(batch)
             total += float(loss) * count
@@ -85,8 +85,7 @@ def _dev_loss(model: nn.Module, dev: list[dict], device) -> float:
 def bandit_search(model: nn.Module, train: dict[str, object], dev: list[dict], *, primary: str, pad_id: int,
                   rounds: int = 40, round_steps: int = 4, batch_size: int = 8, lr: float = 5e-5,
                   head_lr: float | None = 1e-3, decay: float = 0.9, keep: float = 0.5, seed: int = 13,
-                  freeze_embeddings: bool = True, progress: bool = True,
-                  on_step: Callable[[int, int], None] | None = None) -> dict:
+                  freeze_embeddings: bool = True, on_step: Step | None = None) -> dict:
     """Train ``model`` (a multi-task :class:`~headprune_core.encoders.classifier.HeadedEncoder`) for ``rounds`` rounds
     of ``round_steps`` batches of the task a :class:`BetaBernoulli` bandit chooses, rewarded by the primary's dev loss
     (``dev``: batches tagged with the primary task) going down.
@@ -107,8 +106,7 @@ def bandit_search(model: nn.Module, train: dict[str, object], dev: list[dict], *
     model.train()
     previous = _dev_loss(model, dev, device)
     history = []
-    bar = tqdm(range(rounds), desc="bandit search", disable=not progress, leave=False)
-    for r in bar:
+    for r in range(rounds):
         task = bandit.choose()
         for _ in range(round_steps):
             if position[task] >= len(per_task[task]):  # a task used up starts a new shuffled pass
@@ -116,7 +114,7 @@ def bandit_search(model: nn.Module, train: dict[str, object], dev: list[dict], *
                 position[task] = 0
             batch = per_task[task][position[task]]
             position[task] += 1
-            batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+            batch = to_device(batch, device)
             with autocast(device):
                 loss, _ = model.loss(batch)
             loss.backward()

@@ -7,14 +7,14 @@ and sentence tasks. Strategies turn a ranking into a ``(layers, heads)`` mask (1
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from headprune_core.base.choices import LAYER_PAIRS, LAYER_PARTS, STRATEGIES
 from headprune_core.base.files import read_json
+from headprune_core.base.progress import Step
 from headprune_core.encoders.device import autocast
 from headprune_core.encoders.heads import head_gates, head_shape
 from headprune_core.methods.uncertainty import bootstrap_ci, sentence_units
@@ -68,15 +68,15 @@ def _score(gold, pred, labels: Sequence[str], *, kind: str) -> dict:
             "n": int(flat_g.size)}
 
 
-def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tensor | None = None,
-            progress: bool = False) -> tuple[list, list]:
+def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tensor | None = None
+            ) -> tuple[list, list]:
     """Gold and predicted label ids (lists per sentence for token tasks) under an optional head mask."""
     device = next(model.parameters()).device
     gold, pred = [], []
     gates = head_gates(model, mask) if mask is not None else contextlib.nullcontext()
     model.eval()
     with gates, torch.no_grad():
-        for batch in tqdm(batches, desc="evaluating", disable=not progress, leave=False):
+        for batch in batches:
             with autocast(device):
                 logits = model(batch["input_ids"].to(device), batch["attention_mask"].to(device),
                                task=batch.get("task"))
@@ -94,9 +94,9 @@ def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tens
 
 
 def evaluate(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str], *, kind: str,
-             mask: torch.Tensor | None = None, progress: bool = False) -> dict:
+             mask: torch.Tensor | None = None) -> dict:
     """Metric and report of ``model`` on ``batches`` with the heads in ``mask`` gated off."""
-    gold, pred = predict(model, batches, mask=mask, progress=progress)
+    gold, pred = predict(model, batches, mask=mask)
     return score_predictions(gold, pred, labels, kind=kind)
 
 
@@ -219,8 +219,7 @@ def default_steps(shape: tuple[int, int], *, step: int | None = None) -> list[in
 
 def curve(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str], *, kind: str,
           strategy: str, steps: Sequence[int] | None = None, ranking: np.ndarray | None = None,
-          seeds: Sequence[int] = (0,), progress: bool = False,
-          on_step: Callable[[int, int], None] | None = None) -> dict:
+          seeds: Sequence[int] = (0,), on_step: Step | None = None) -> dict:
     """Metric vs heads pruned for one strategy (mean and spread over ``seeds`` for ``random``), with each point's
     95% bootstrap interval over sentences (``low``, ``high``) and per-sentence counts (``units``, per seed).
 
@@ -237,7 +236,6 @@ def curve(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str]
     total = sum(len(m) for _, m in jobs)
     done = 0
     ks, means, stds, parts, lows, highs, units, metric = [], [], [], [], [], [], [], None
-    bar = tqdm(total=total, desc=f"curve ({strategy})", disable=not progress, leave=False)
     for label, masks in jobs:
         values, point_units = [], []
         for m in masks:
@@ -246,7 +244,6 @@ def curve(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str]
             values.append(res["score"])
             point_units.append(res["units"])
             done += 1
-            bar.update(1)
             if on_step is not None:
                 on_step(done, total)
         ci = bootstrap_ci(point_units)  # of the mean over the random seeds' masks
@@ -258,6 +255,5 @@ def curve(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str]
         lows.append(ci["low"])
         highs.append(ci["high"])
         units.append(point_units)
-    bar.close()
     return {"strategy": strategy, "metric": metric, "k": ks, "mean": means, "std": stds, "labels": parts,
             "low": lows, "high": highs, "units": units, "n_seeds": len(seeds) if strategy == "random" else 1}

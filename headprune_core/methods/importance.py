@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, check_choice
-from headprune_core.encoders.device import autocast
+from headprune_core.base.progress import Step
+from headprune_core.encoders.device import autocast, to_device
 from headprune_core.encoders.heads import (
     adapter_for,
     attention_probs,
@@ -109,10 +109,6 @@ def _only_grad_for(model: nn.Module, params: list[nn.Parameter]):
         model.train(was_training)
 
 
-def _to_device(batch: dict, device: torch.device) -> dict:
-    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
-
-
 def _per_head(grad_rows: torch.Tensor, n_heads: int) -> torch.Tensor:
     """(heads * head_dim, ...) -> (heads,): mean of |values| over each head's block of rows."""
     return grad_rows.abs().reshape(n_heads, -1).mean(dim=1)
@@ -120,15 +116,14 @@ def _per_head(grad_rows: torch.Tensor, n_heads: int) -> torch.Tensor:
 
 def score_heads(model: nn.Module, batches: Iterable[dict], *, method: str = "gate_grad",
                 normalize: str = "none", minmax: bool = False, loss_fn: LossFn = default_loss, seed: int = 0,
-                max_batches: int | None = None, progress: bool = False,
-                on_step: Callable[[int, int | None], None] | None = None) -> Importance:
+                max_batches: int | None = None, on_step: Step | None = None) -> Importance:
     """Score every head of ``model`` on labelled ``batches`` with ``method``.
 
     Args:
         model: a task model whose ``base_model`` is a supported encoder (see :mod:`headprune_core.encoders.heads`).
         batches: dicts of tensors (``input_ids``, ``attention_mask``, ``labels``, ...), moved to the model's device.
         loss_fn: the loss adaptor, so token and sentence tasks share this loop.
-        on_step: called as ``on_step(done, total)`` after each batch (for progress bars in a UI).
+        on_step: called as ``on_step(done, total)`` after each batch (:mod:`headprune_core.base.progress`).
     Returns:
         :class:`Importance`; heads already pruned from the model score 0.
 
@@ -149,21 +144,18 @@ def score_heads(model: nn.Module, batches: Iterable[dict], *, method: str = "gat
     step = {"gate_grad": _gate_grad_step, "kv_grad": _kv_grad_step, "taylor": _taylor_step,
             "entropy": _entropy_step}[method]
     params = _trainable_for(model, method)
-    bar = tqdm(total=total, desc=f"scoring heads ({method})", disable=not progress, leave=False)
     torch.manual_seed(seed)
     with _only_grad_for(model, params):
         for batch in batches:
             if max_batches is not None and n_batches >= max_batches:
                 break
-            batch = _to_device(batch, device)
+            batch = to_device(batch, device)
             acc += step(model, batch, loss_fn, shape, device)
             n_batches += 1
             n_tokens += int((batch["labels"] != -100).sum()) if "labels" in batch \
                 else int(batch["attention_mask"].sum())
-            bar.update(1)
             if on_step is not None:
                 on_step(n_batches, total)
-    bar.close()
     if n_batches == 0:
         raise ValueError("no batches to score heads on: the data split is empty")
     raw = (acc / max(n_tokens, 1) if method == "gate_grad" else acc / n_batches).numpy()
@@ -243,8 +235,7 @@ def _entropy_step(model, batch, loss_fn, shape, device) -> torch.Tensor:
     return out
 
 
-def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, progress: bool = False,
-                     on_step: Callable[[int, int | None], None] | None = None) -> np.ndarray:
+def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, on_step: Step | None = None) -> np.ndarray:
     """GradTS's kv_grad map of every example on its own, ``(examples, layers, heads)``, in batch order.
 
     One backward pass per batch: the gradient of a key or value projection's weight for one example is
@@ -262,10 +253,9 @@ def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, progress: boo
     shape = head_shape(model)
     total = len(batches) if hasattr(batches, "__len__") else None
     out = []
-    bar = tqdm(total=total, desc="per-example head maps", disable=not progress, leave=False)
     with _only_grad_for(model, [m.weight for _, m in modules]):
         for n, batch in enumerate(batches, 1):
-            batch = _to_device(batch, device)
+            batch = to_device(batch, device)
             with captured_io([m for _, m in modules]) as seen:  # id(module) -> (input, output)
                 losses = model.example_losses(batch)  # (batch,)
             pairs = [seen[id(m)] for _, m in modules]
@@ -276,10 +266,8 @@ def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, progress: boo
                 w = torch.einsum("bso,bsi->boi", dy.float(), x.float())  # (batch, heads*head_dim, hidden)
                 maps[:, i, kept] += w.abs().reshape(w.shape[0], len(kept), -1).mean(-1).double().cpu()
             out.append(maps)
-            bar.update(1)
             if on_step is not None:
                 on_step(n, total)
-    bar.close()
     if not out:
         raise ValueError("no examples to compute per-example head maps on")
     return torch.cat(out).numpy()

@@ -3,8 +3,6 @@ heads)`` maps with the band random rankings fall in, the overlap (Jaccard) of th
 puts similar maps together for heatmaps. Used across languages (Ma et al.) and across tasks (GradTS, stem cells).
 
 >>> import numpy as np
-
-from headprune_core.base.choices import check_choice
 >>> names, rho = correlation_matrix({"a": np.arange(6.0), "b": np.arange(6.0)[::-1]}, kind="spearman")
 >>> float(rho[0, 1])
 -1.0

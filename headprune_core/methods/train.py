@@ -9,16 +9,16 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from headprune_core.base.artifacts import Weights
+from headprune_core.base.progress import Step
 from headprune_core.encoders.classifier import HeadedEncoder
-from headprune_core.encoders.device import autocast
+from headprune_core.encoders.device import autocast, to_device
 from headprune_core.encoders.heads import head_gates
 
 WORD_EMBEDDINGS = ("embeddings.word_embeddings.weight",)
@@ -111,9 +111,7 @@ def optimizer_for(model: HeadedEncoder, *, lr: float, head_lr: float | None,
 
 def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epochs: float = 2.0,
              lr: float = 5e-5, head_lr: float | None = 1e-3, batch_size: int = 16, sampling: str = "proportional",
-             seed: int = 13,
-             freeze_embeddings: bool = True, progress: bool = True,
-             on_step: Callable[[int, int], None] | None = None, gates=None) -> TrainLog:
+             seed: int = 13, freeze_embeddings: bool = True, on_step: Step | None = None, gates=None) -> TrainLog:
     """Fine-tune ``model`` in place on ``train`` (task name -> tokenised rows); AdamW, linear decay.
 
     A fractional ``epochs`` trains on that share of the last epoch's schedule. Freezing the word embeddings
@@ -136,9 +134,8 @@ def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epo
     log = TrainLog(losses={t: [] for t in train}, epochs=epochs)
     model.train()
     start = time.perf_counter()
-    bar = tqdm(plan, desc="fine-tuning", disable=not progress, leave=False)
-    for step, (task, index) in enumerate(bar, 1):
-        batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in per_task[task][index].items()}
+    for step, (task, index) in enumerate(plan, 1):
+        batch = to_device(per_task[task][index], device)
         if gates is None:
             with autocast(device):
                 loss, _ = model.loss(batch)
@@ -155,8 +152,6 @@ def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epo
         if gates is not None:
             gates.step()
         log.losses[task].append(loss.item())
-        if step % 10 == 0:
-            bar.set_postfix(loss=f"{log.mean_loss(task):.3f}")
         if on_step is not None:
             on_step(step, len(plan))
     model.eval()

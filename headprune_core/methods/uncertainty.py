@@ -56,8 +56,7 @@ def _arrays(units: Units) -> tuple[str, np.ndarray]:
         return "f1", np.array([units["tp"], units["pred"], units["gold"]], dtype=np.float64)
     if "correct" in units:
         return "acc", np.array([units["correct"], units["total"]], dtype=np.float64)
-    raise ValueError(f"not per-sentence metric counts: fields {sorted(units)} (an entry from before intervals "
-                     "were kept; recompute it)")
+    raise ValueError(f"not per-sentence metric counts (tp/pred/gold or correct/total): fields {sorted(units)}")
 
 
 def n_sentences(units: Units) -> int:
@@ -204,9 +203,6 @@ def describe_ci(res: dict, *, digits: int = 1) -> str:
 
 def _points(curve: dict, ks: Sequence[int]) -> list[list[Units]]:
     """The per-seed units of a curve's points at ``ks`` (heads pruned)."""
-    if "units" not in curve:
-        raise ValueError("the curve has no per-sentence counts (an entry from before intervals were kept; "
-                         "recompute it)")
     at = {k: u for k, u in zip(curve["k"], curve["units"])}
     missing = [k for k in ks if k not in at]
     if missing:

@@ -9,7 +9,6 @@ of 200 sentences of a 500,000-sentence split touches 200 rows.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,15 +16,13 @@ from datasets import concatenate_datasets
 
 from headprune_core.base.choices import HELDOUT
 from headprune_core.base.defaults import DEFAULT_MODEL
+from headprune_core.base.progress import Progress, TqdmProgress
 from headprune_core.base.specs import canonical_json
 from headprune_core.data import tokenize_sentence_task, tokenize_token_task
 from headprune_core.data.refs import EMBEDDED, load_ref, parse_sources, ref_for
 from headprune_core.encoders.models import checkpoint_classifier, config_head_shape, load_model, model_fingerprint
 from headprune_core.methods.train import batches
 from headprune_core.runs.store import Store
-
-Progress = Callable[[str, int, int | None], None]
-"""on_progress(what, done, total): called as work advances (for a UI progress bar)."""
 
 
 class StudyData:
@@ -41,14 +38,17 @@ class StudyData:
             sources: where each task's data comes from: ``{"task" or "task/lang": data reference}`` (see
                 :mod:`headprune_core.data.refs`; e.g. ``{"ner": "hub:wikiann", "pos/sw": "sw.conllu"}``);
                 everything else reads the embedded or registered corpora.
+            progress: with no ``on_progress``, draw tqdm bars on the terminal.
+            on_progress: where the Study reports how far its runs are (:mod:`headprune_core.base.progress`).
             finetuned: ``model_id`` is a fine-tuned token-classification checkpoint: its classifier is used as
                 is (no fine-tuning), and the data's labels are mapped onto the checkpoint's label names.
         """
         self.model_id = model_id
         self.store = store or Store()
         self.device = device
-        self.progress = progress
-        self.on_progress = on_progress
+        self.progress = progress  # with no on_progress: tqdm bars on the terminal, or none
+        self.on_progress: Progress | None = on_progress if on_progress is not None else (
+            TqdmProgress() if progress else None)
         self.sources = parse_sources(sources)
         self.checkpoint = None
         if finetuned:

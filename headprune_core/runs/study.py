@@ -24,6 +24,7 @@ import torch
 from datasets import concatenate_datasets
 
 from headprune_core.base.artifacts import Weights
+from headprune_core.base.progress import report
 from headprune_core.base.specs import canonical_json
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
 from headprune_core.encoders.heads import head_shape, prune_heads
@@ -246,10 +247,11 @@ class Study(StudyData):
             gates = GateTrainer(head_shape(model), target=opts["target"], penalty=opts["penalty"],
                                 gate_lr=opts["gate_lr"], init=opts["init"], seed=ft.seed, device=_device_of(model))
             epochs, what = opts["epochs"], "learning which heads to prune"
-        self._report(f"{what} {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)}", 0, None)
+        what = f"{what} {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)}"
+        self._report(what, 0, None)
         train_log = finetune(model, train, pad_id=self.pad_id, epochs=epochs,
                              lr=ft.lr, head_lr=ft.head_lr, batch_size=ft.batch_size, sampling=ft.sampling, seed=ft.seed,
-                             freeze_embeddings=ft.freeze_embeddings, progress=self.progress,
+                             freeze_embeddings=ft.freeze_embeddings,
                              on_step=lambda d, n: self._report(what, d, n), gates=gates)
         log = {**train_log.to_dict(), "data": stats, "device": str(_device_of(model))}
         if gates is not None:
@@ -312,7 +314,6 @@ class Study(StudyData):
                                      max_length=sc.max_length, batch_size=16, half=sc.half)
             self._report(f"scoring heads: {sc.task}/{sc.lang}", 0, len(data))
             imp = score_heads(model, _with_task(data, sc.task, model), method=sc.method, seed=sc.seed,
-                              progress=self.progress,
                               on_step=lambda d, n: self._report(f"scoring heads: {sc.task}/{sc.lang}", d, n))
             return {"raw": imp.raw, "meta": imp.to_meta()}
         return self._cached(sc, compute)
@@ -345,7 +346,7 @@ class Study(StudyData):
             self._report(what, 0, None)
             res = curve(model, _with_task(data, cc.task, model), d.labels, kind=d.kind, strategy=cc.strategy,
                         steps=list(cc.steps) or default_steps(head_shape(model), step=cc.step or None),
-                        ranking=ranking, seeds=cc.seeds, progress=self.progress,
+                        ranking=ranking, seeds=cc.seeds,
                         on_step=lambda done, n: self._report(what, done, n))
             return {"curve": res}
         return self._cached(cc, compute)["curve"]
@@ -395,7 +396,7 @@ class Study(StudyData):
             what = f"per-example head maps: {ic.task}"
             self._report(what, 0, len(data))
             start = time.perf_counter()
-            maps = instance_kv_maps(model, _with_task(data, ic.task, model), progress=self.progress,
+            maps = instance_kv_maps(model, _with_task(data, ic.task, model),
                                     on_step=lambda d, n: self._report(what, d, n))
             return {"maps": maps.astype(np.float32), "rows": np.asarray(rows, dtype=np.int64),
                     "meta": {"seconds": round(time.perf_counter() - start, 2), "examples": len(rows)}}
@@ -417,7 +418,7 @@ class Study(StudyData):
             res = bandit_search(model, train, dev, primary=bc.primary, pad_id=self.pad_id,
                                 rounds=bc.rounds, round_steps=bc.round_steps, batch_size=ft.batch_size, lr=ft.lr,
                                 head_lr=ft.head_lr, decay=bc.decay, keep=bc.keep, seed=ft.seed,
-                                freeze_embeddings=ft.freeze_embeddings, progress=self.progress,
+                                freeze_embeddings=ft.freeze_embeddings,
                                 on_step=lambda d, n: self._report(what, d, n))
             return {"result": res}
         # from the pretrained encoder: its fine-tune config only names the units (never trained for this)
@@ -433,8 +434,7 @@ class Study(StudyData):
         return methods[cfg.kind](cfg)
 
     def _report(self, what: str, done: int, total: int | None) -> None:
-        if self.on_progress is not None:
-            self.on_progress(what, done, total)
+        report(self.on_progress, what, done, total)
 
 
 def _with_task(data: list[dict], task: str, model: HeadedEncoder) -> list[dict]:

@@ -87,11 +87,11 @@ def test_mask_grid_points_carry_layer_and_head_and_clicks_toggle():
 
 def test_curves_chart_marks_the_current_k_and_draws_random_spread():
     curves = [{"name": "least important first", "strategy": "importance", "k": [0, 4, 8], "mean": [90, 89, 80],
-               "std": [0, 0, 0]},
+               "low": [90, 89, 80], "high": [90, 89, 80]},
               {"name": "random order", "strategy": "random", "k": [0, 4, 8], "mean": [90, 85, 70],
-               "std": [0, 2, 3]},
+               "low": [90, 83, 67], "high": [90, 87, 73]},
               {"name": "whole layers", "strategy": "layers", "k": [4, 4, 4], "mean": [70, 75, 80],
-               "std": [0, 0, 0], "labels": ["bottom", "middle", "top"]}]
+               "low": [70, 75, 80], "high": [70, 75, 80], "labels": ["bottom", "middle", "top"]}]
     fig = charts.curves_chart(curves, current_k=4, current_score=88.0, metric="accuracy")
     names = [t.name for t in fig.data]
     assert names == ["least important first", "random order interval", "random order", "whole layers",

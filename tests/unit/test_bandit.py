@@ -60,7 +60,7 @@ def test_the_bandit_moves_toward_the_auxiliary_task_that_helps():
                  "noise": _noisy(token_rows(96, seed=12), seed)}
         dev = batches(token_rows(32, seed=13), batch_size=16, pad_id=0, task="primary")
         res = bandit_search(model, train, dev, primary="primary", pad_id=0, rounds=60, round_steps=2, lr=3e-3,
-                            head_lr=3e-3, decay=0.9, seed=seed, progress=False)
+                            head_lr=3e-3, decay=0.9, seed=seed)
         assert res["chosen"]["same"] > res["chosen"]["noise"], seed
         assert res["steps"] == 120 and len(res["history"]) == 60
         assert set(res["selected"]) == {t for t in ("same", "noise") if res["means"][t] > 0.5}
@@ -68,4 +68,4 @@ def test_the_bandit_moves_toward_the_auxiliary_task_that_helps():
             means[t].append(res["means"][t])
     assert np.mean(means["same"]) > np.mean(means["noise"]) + 0.1
     with pytest.raises(ValueError, match="primary task 'x'"):
-        bandit_search(model, train, dev, primary="x", pad_id=0, progress=False)
+        bandit_search(model, train, dev, primary="x", pad_id=0)

@@ -100,7 +100,7 @@ def _model_and_batches():
     for _ in range(400):
         ids = torch.randint(5, 20, (8,), generator=g).tolist()
         rows.append({"input_ids": ids, "attention_mask": [1] * 8, "labels": [-100] + [i % 3 for i in ids[:-1]]})
-    finetune(model, {"t": rows[:320]}, pad_id=0, epochs=10, lr=3e-3, batch_size=16, progress=False)
+    finetune(model, {"t": rows[:320]}, pad_id=0, epochs=10, lr=3e-3, batch_size=16)
     return model, batches(rows[320:], batch_size=16, pad_id=0)
 
 

@@ -45,7 +45,7 @@ def _gated_training(*, target=None, penalty=None, epochs=30, seed=0, gate_lr=0.5
     model = HeadedEncoder(tiny_encoder("bert"), {"tok": TaskHead("token", ("A", "B", "C"))}, dropout=0.0)
     trainer = GateTrainer((2, 4), target=target, penalty=penalty, gate_lr=gate_lr, seed=seed)
     log = finetune(model, {"tok": token_rows()}, pad_id=0, epochs=epochs, lr=3e-3, batch_size=8,
-                   progress=False, gates=trainer)
+                   gates=trainer)
     return model, trainer, log
 
 

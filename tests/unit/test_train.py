@@ -30,7 +30,7 @@ def test_multitask_training_lowers_both_losses_and_weights_round_trip():
     tasks = {"tok": TaskHead("token", ("A", "B", "C")), "sent": TaskHead("sentence", ("neg", "pos"))}
     model = HeadedEncoder(tiny_encoder("bert"), tasks, dropout=0.0)
     train = {"tok": token_rows(), "sent": sentence_rows()}
-    log = finetune(model, train, pad_id=0, epochs=10, lr=3e-3, batch_size=8, progress=False,
+    log = finetune(model, train, pad_id=0, epochs=10, lr=3e-3, batch_size=8,
                    freeze_embeddings=True)
     for task in tasks:
         assert log.mean_loss(task, window=6) < 0.8 * log.mean_loss(task, first=True, window=6), task
