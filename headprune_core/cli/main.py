@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     expand_home(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    before = os.environ.get("HEADPRUNE_CACHE")  # --cache holds for this command (and what it starts), then goes
     try:
         if getattr(args, "cache", None):
             os.environ["HEADPRUNE_CACHE"] = str(check_folder(Path(args.cache).expanduser().resolve(),
@@ -62,3 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"error: {msg}", file=sys.stderr)
         return 2
+    finally:
+        if before is None:
+            os.environ.pop("HEADPRUNE_CACHE", None)
+        else:
+            os.environ["HEADPRUNE_CACHE"] = before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from headprune_core.cli.main import main
 from headprune_core.encoders.heads import present_mask
@@ -131,3 +132,15 @@ def test_findings_prints_the_cards_of_the_cache_as_text_or_json(tiny_cache, caps
     assert code == 2 and "--budget" in err
     code, _, err = _run(capsys, "findings", plan, "--plan", "--budget", "30")
     assert code == 2 and "--plan" in err and "--budget" in err
+
+
+def test_cache_option_holds_for_its_command_only(tmp_path, monkeypatch, capsys):
+    """--cache points the command (and what it starts) at a folder, and the process's environment is as before
+    afterwards: a second command in the same process does not inherit it."""
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(tmp_path / "mine"))
+    assert main(["cache", "du", "--cache", str(tmp_path / "other")]) == 0
+    assert str(tmp_path / "other") in capsys.readouterr().out
+    assert os.environ["HEADPRUNE_CACHE"] == str(tmp_path / "mine")
+    monkeypatch.delenv("HEADPRUNE_CACHE")
+    assert main(["cache", "du", "--cache", str(tmp_path / "other")]) == 0
+    assert "HEADPRUNE_CACHE" not in os.environ
