@@ -37,7 +37,7 @@ def sentences(st: Study, split: str, n: int, *, batch_size: int = 16, max_length
 
 def padded_singletons(st: Study, split: str, n: int, *, length: int = 128) -> list[dict]:
     """The same sentences one per batch, each padded to ``length`` tokens (bertology's data pipeline)."""
-    pad = st.loaded.tokenizer.pad_token_id or 0
+    pad = st.pad_id
     out = []
     for b in st.eval_batches(TASK, LANG, split, n, max_length=length, batch_size=1):
         extra = length - b["input_ids"].shape[1]
