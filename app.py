@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached, figures, links, timing
+from headprune_app import cached, figures, links, roles, timing
 from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
@@ -59,12 +59,20 @@ def sidebar() -> S.Selection:
         st.caption(plan.description)
         for p in problems:
             st.caption(f":orange[unreadable plan file {p}]")
-        models = list(dict.fromkeys([plan.model, *EMBEDDED]))
+        teacher = roles.is_teacher()
+        # a student picks among the models the plans name; the teacher (and the single user) any model
+        models = list(dict.fromkeys([plan.model, *(EMBEDDED if teacher else (p.model for p in plans.values()))]))
         model = st.selectbox("Model", models, format_func=_model_name, key="model", bind="query-params")
-        other = st.text_input("Or another model", key="other_model", bind="query-params",
-                              placeholder="Hub id or local folder",
-                              help="Any BERT / RoBERTa / XLM-R / DistilBERT / ELECTRA encoder: a Hugging Face Hub "
-                                   "id (needs network the first time) or a folder with config.json and weights.")
+        other = ""
+        if not teacher:
+            for key in ("other_model", "finetuned"):
+                links.refuse(key, "in class mode a student's session uses the models the teacher's plans name")
+        else:
+            other = st.text_input("Or another model", key="other_model", bind="query-params",
+                                  placeholder="Hub id or local folder",
+                                  help="Any BERT / RoBERTa / XLM-R / DistilBERT / ELECTRA encoder: a Hugging Face "
+                                       "Hub id (needs network the first time) or a folder with config.json and "
+                                       "weights.")
         finetuned = False
         if other.strip():
             other_info = cached.model_info(other.strip())
@@ -112,6 +120,7 @@ def sidebar() -> S.Selection:
                                  bind="query-params")
         minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax", bind="query-params")
         figures.presentation_toggle()
+        roles.teacher_panel()
         st.caption(f"Cache: `{root}`")
     return S.Selection(plan=plan, model=model, task=task, setting=setting, source=source, langs=tuple(langs),
                        lang=lang, method=method, normalize=normalize, minmax=minmax, finetuned=finetuned)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures
+from headprune_app import cached, captions, charts, figures, roles
 from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.files import safe_filename, write_file_atomic
@@ -34,6 +34,7 @@ SPLIT_HINTS = {"train": ("train",), "validation": ("dev", "valid", "val"), "test
 
 def keep_upload(name: str, data: bytes) -> Path:
     """Store an uploaded file under the cache (by content hash); returns its path."""
+    roles.require("Uploading data")
     digest = hashlib.sha256(data).hexdigest()[:16]
     path = cache_root() / "uploads" / digest / safe_filename(Path(name).name or "upload")
     if not path.is_file() or path.stat().st_size != len(data):
@@ -103,6 +104,7 @@ def preview(paths: tuple[str, ...], task: str, lang: str, fmt: str | None, colum
 
 def register_files(paths: tuple[str, ...], name: str, lang: str, *, fmt, columns, tagset, replace: bool,
                    originals: list[str]) -> dict:
+    roles.require("Registering data")
     meta = register(name, lang, list(paths), format=fmt, columns=columns, tagset=tagset, replace=replace,
                     description=f"uploaded: {', '.join(originals)}")
     refresh()
@@ -111,6 +113,7 @@ def register_files(paths: tuple[str, ...], name: str, lang: str, *, fmt, columns
 
 def register_hub(ref_text: str, name: str, lang: str, *, columns, replace: bool) -> dict:
     """Load a Hub data set (``hub:NAME[:CONFIG]`` or ``NAME[:CONFIG]``) and register it under ``name``."""
+    roles.require("Registering data")
     text = ref_text.strip()
     ref = parse_ref(text if text.startswith("hub") else f"hub:{text}", columns=columns or None)
     data = load_ref(ref, name, lang)

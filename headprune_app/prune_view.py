@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, state
+from headprune_app import cached, captions, charts, figures, roles, state
 from headprune_app import selection as S
 from headprune_core.base.choices import LAYER_PARTS
 from headprune_core.base.choices import STRATEGIES as CORE_STRATEGIES
@@ -235,6 +235,9 @@ def measure_panel(study, sel: S.Selection, ft, mask: np.ndarray) -> None:
     """On a click (then for as long as the mask stays): size and latency of the physically pruned model."""
     ss = st.session_state
     speed_key = (ft.key(), tuple(map(tuple, mask.astype(int).tolist())))
+    if not roles.is_teacher():
+        roles.student_note("timing the pruned model (it takes the machine alone)")
+        return
     if st.button("Measure size and latency", key="measure") or ss.get("measured") == speed_key:
         ss["measured"] = speed_key
         with st.spinner("Pruning a copy and timing both models ..."):
@@ -251,6 +254,10 @@ def downloads(study, sel: S.Selection, ft, mask: np.ndarray, *, strategy: str, l
     d1, d2 = st.columns(2)
     d1.download_button("Download mask (JSON)", json.dumps(payload, indent=1),
                        file_name=safe_filename(f"mask_{sel.task}_{k}.json"), mime="application/json", key="dl_mask")
+    if not roles.is_teacher():
+        with d2:
+            roles.student_note("building the pruned model")
+        return
     d2.download_button("Download pruned model (zip)", cached.pruned_zip(study, ft, mask, {"mask_label": label}),
                        file_name=safe_filename(f"pruned_{sel.task}_{k}.zip"), mime="application/zip", key="dl_model",
                        help=captions.PRUNED_ZIP_HELP)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from headprune_app import captions
+from headprune_app import captions, roles
 from headprune_core.plans.plan import StudyPlan
 from headprune_core.plans.progress import list_sweeps, progress_summary
 from headprune_core.runs.inventory import collect, scan, summary
@@ -95,8 +95,12 @@ def cache_panel(root) -> None:
         return
     st.dataframe(pd.DataFrame([{"state": i.state, "where": str(i.path.relative_to(root)), "MB": round(i.size / 1e6, 3),
                                 "why": i.reason} for i in free]), hide_index=True, key="cache_free")
+    if not roles.is_teacher():
+        roles.student_note("freeing the cache")
+        return
     sure = st.checkbox(f"Yes, remove these {len(free)} items", key="gc_sure")
     if st.button(f"Free {sum(i.size for i in free) / 1e6:.1f} MB", disabled=not sure, key="gc"):
+        roles.require("Freeing the cache")
         res = collect(root, dry_run=False)
         st.session_state.pop("gc_sure", None)
         st.success(f"Removed {len(res['removed'])} items, {res['bytes'] / 1e6:.1f} MB."

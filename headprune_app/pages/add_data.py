@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from headprune_app import add_data_view as V
-from headprune_app import cached, captions
+from headprune_app import cached, captions, roles
 from headprune_app import selection as S
 from headprune_core.data.formats import FORMATS
 
@@ -19,63 +19,69 @@ st.caption(f"{cached.model_caption(sel.model)} (its tokenizer is used for the al
 upload_tab, hub_tab, mine_tab = st.tabs(["Upload files", "From the Hugging Face Hub", "Registered corpora"])
 
 with upload_tab:
-    uploads = st.file_uploader(f"Corpus files (1 or 3; at most {V.MAX_UPLOAD_MB} MB each)", type=V.UPLOAD_TYPES,
-                               accept_multiple_files=True, key="uploads")
-    a, b, c = st.columns(3)
-    name = a.text_input("Task name", key="add_name", placeholder="e.g. swahili-pos",
-                        help="Letters, digits, - _ . (it becomes a folder name and a task name)")
-    lang = b.text_input("Language code", key="add_lang", placeholder="e.g. sw",
-                        help="ISO 639 code such as sw, de or pt-BR")
-    fmt = c.selectbox("Format", ["from the suffix", *FORMATS], key="add_format")
-    d, e = st.columns(2)
-    columns_text = d.text_input("Columns (tables only)", key="add_columns", placeholder="e.g. tokens,ner_tags",
-                                help=captions.COLUMNS_HELP)
-    tagset = e.selectbox("Map POS tags to the 12 universal tags", ["no", "penn", "stts", "parole", "wotan", "upos"],
-                         key="add_tagset")
-    if not uploads:
-        st.info("Upload one file (split 80/10/10) or three (train, validation, test).")
-    elif len(uploads) not in (1, 3):
-        st.error(f"{len(uploads)} files: upload one file (split 80/10/10) or three (train, validation, test).")
+    if not roles.is_teacher():
+        roles.student_note("uploading and registering data")
     else:
-        kept = {u.name: V.keep_upload(u.name, u.getvalue()) for u in uploads}
-        order = V.pick_splits([u.name for u in uploads])
-        paths = tuple(str(kept[n]) for n in order)
-        opts = V.read_options(fmt, columns_text, tagset)
-        try:
-            rep = V.preview(paths, name or "upload", lang or "xx", opts["fmt"], opts["columns"], opts["tagset"],
-                            sel.model, V.max_length(sel))
-        except cached.problems() as err:
-            st.error(f"This file cannot be used as it is: {V.message(err, kept)}")
-            st.stop()
-        V.preview_panel(rep, sel.model)
-        replace = st.checkbox("Replace a corpus registered under the same name and language", key="add_replace")
-        if st.button("Register", type="primary", key="register", disabled=not (name and lang)):
+        uploads = st.file_uploader(f"Corpus files (1 or 3; at most {V.MAX_UPLOAD_MB} MB each)", type=V.UPLOAD_TYPES,
+                                   accept_multiple_files=True, key="uploads")
+        a, b, c = st.columns(3)
+        name = a.text_input("Task name", key="add_name", placeholder="e.g. swahili-pos",
+                            help="Letters, digits, - _ . (it becomes a folder name and a task name)")
+        lang = b.text_input("Language code", key="add_lang", placeholder="e.g. sw",
+                            help="ISO 639 code such as sw, de or pt-BR")
+        fmt = c.selectbox("Format", ["from the suffix", *FORMATS], key="add_format")
+        d, e = st.columns(2)
+        columns_text = d.text_input("Columns (tables only)", key="add_columns", placeholder="e.g. tokens,ner_tags",
+                                    help=captions.COLUMNS_HELP)
+        tagset = e.selectbox("Map POS tags to the 12 universal tags", ["no", "penn", "stts", "parole", "wotan", "upos"],
+                             key="add_tagset")
+        if not uploads:
+            st.info("Upload one file (split 80/10/10) or three (train, validation, test).")
+        elif len(uploads) not in (1, 3):
+            st.error(f"{len(uploads)} files: upload one file (split 80/10/10) or three (train, validation, test).")
+        else:
+            kept = {u.name: V.keep_upload(u.name, u.getvalue()) for u in uploads}
+            order = V.pick_splits([u.name for u in uploads])
+            paths = tuple(str(kept[n]) for n in order)
+            opts = V.read_options(fmt, columns_text, tagset)
             try:
-                meta = V.register_files(paths, name, lang, replace=replace, originals=order, **opts)
+                rep = V.preview(paths, name or "upload", lang or "xx", opts["fmt"], opts["columns"], opts["tagset"],
+                                sel.model, V.max_length(sel))
             except cached.problems() as err:
-                st.error(V.message(err, kept))
-            else:
-                st.session_state["registered"] = (name, lang)
-                st.success(captions.registered_text(name, lang, meta))
-        if not (name and lang):
-            st.caption("Give a task name and a language code to register it.")
+                st.error(f"This file cannot be used as it is: {V.message(err, kept)}")
+                st.stop()
+            V.preview_panel(rep, sel.model)
+            replace = st.checkbox("Replace a corpus registered under the same name and language", key="add_replace")
+            if st.button("Register", type="primary", key="register", disabled=not (name and lang)):
+                try:
+                    meta = V.register_files(paths, name, lang, replace=replace, originals=order, **opts)
+                except cached.problems() as err:
+                    st.error(V.message(err, kept))
+                else:
+                    st.session_state["registered"] = (name, lang)
+                    st.success(captions.registered_text(name, lang, meta))
+            if not (name and lang):
+                st.caption("Give a task name and a language code to register it.")
 
 with hub_tab:
-    st.markdown(captions.HUB)
-    h1, h2, h3 = st.columns([3, 2, 1])
-    hub_ref = h1.text_input("Hub data set (NAME[:CONFIG])", key="hub_ref", placeholder="wikiann:sw")
-    hub_name = h2.text_input("Task name", key="hub_name", placeholder="e.g. ner-sw")
-    hub_lang = h3.text_input("Language", key="hub_lang", placeholder="sw")
-    hub_cols = st.text_input("Columns (optional)", key="hub_cols", placeholder="tokens,ner_tags")
-    if st.button("Load and register", key="hub_register", disabled=not (hub_ref and hub_name and hub_lang)):
-        with st.spinner(f"Loading {hub_ref} ..."):
-            try:
-                meta = V.register_hub(hub_ref, hub_name, hub_lang, columns=hub_cols, replace=False)
-            except (*cached.problems(), ConnectionError) as err:
-                st.error(V.message(err, {}))
-            else:
-                st.session_state["registered"] = (hub_name, hub_lang)
-                st.success(f"Registered {hub_name}/{hub_lang} from {hub_ref}: {meta['counts']}")
+    if not roles.is_teacher():
+        roles.student_note("registering data")
+    else:
+        st.markdown(captions.HUB)
+        h1, h2, h3 = st.columns([3, 2, 1])
+        hub_ref = h1.text_input("Hub data set (NAME[:CONFIG])", key="hub_ref", placeholder="wikiann:sw")
+        hub_name = h2.text_input("Task name", key="hub_name", placeholder="e.g. ner-sw")
+        hub_lang = h3.text_input("Language", key="hub_lang", placeholder="sw")
+        hub_cols = st.text_input("Columns (optional)", key="hub_cols", placeholder="tokens,ner_tags")
+        if st.button("Load and register", key="hub_register", disabled=not (hub_ref and hub_name and hub_lang)):
+            with st.spinner(f"Loading {hub_ref} ..."):
+                try:
+                    meta = V.register_hub(hub_ref, hub_name, hub_lang, columns=hub_cols, replace=False)
+                except (*cached.problems(), ConnectionError) as err:
+                    st.error(V.message(err, {}))
+                else:
+                    st.session_state["registered"] = (hub_name, hub_lang)
+                    st.success(f"Registered {hub_name}/{hub_lang} from {hub_ref}: {meta['counts']}")
 
 with mine_tab:
     rows = V.registered_table()

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts
+from headprune_app import cached, captions, charts, roles
 from headprune_app import selection as S
 from headprune_core.plans.progress import running_sweeps
 
@@ -47,7 +47,8 @@ with st.expander("Every result of the plan"):
     st.dataframe(charts.plan_table(rows), hide_index=True)
 todo = [r for r in rows if r["status"] != "ok"]
 if todo:
-    if st.button(f"Compute the {len(todo)} missing result(s)", type="primary", key="compute_missing"):
+    if roles.owner_button(f"Compute the {len(todo)} missing result(s)", type="primary", key="compute_missing",
+                          what="computing missing results"):
         if cached.run_plan(study, sel.study_plan(), rows):
             st.rerun()
     st.caption(captions.COMPUTE_TIME)

@@ -3,7 +3,7 @@ language against the unpruned model, with intervals."""
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, retrain_view
+from headprune_app import cached, captions, charts, figures, retrain_view, roles
 from headprune_app import selection as S
 from headprune_core.base.choices import RETRAIN_STRATEGIES
 from headprune_core.runs.jobs import study_jobs
@@ -66,7 +66,7 @@ with st.expander("Run a new prune-then-retrain experiment", expanded=not found):
     n_runs = len(rc.points()) * len(rc.train_seeds())
     if study.store.has(rc):
         st.success("This experiment is cached: pick it above.")
-    elif st.button(f"Prune and retrain ({n_runs} fine-tunings, {cached.estimate_text(study, [rc])})",
-                   type="primary", key="rt_run"):
+    elif roles.owner_button(f"Prune and retrain ({n_runs} fine-tunings, {cached.estimate_text(study, [rc])})",
+                            type="primary", key="rt_run", what="retraining"):
         if cached.run_jobs(study, study_jobs(study, [rc], names=[retrain_view.describe(rc)]), title="Prune & retrain"):
             st.rerun()

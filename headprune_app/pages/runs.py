@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached, runs_view
+from headprune_app import cached, roles, runs_view
 from headprune_app import selection as S
 from headprune_core.plans.presets import available_plans
 
@@ -27,20 +27,26 @@ else:
         pick = st.selectbox("Entry", list(labels), key="show_entry")
         if pick:
             st.json(runs_view.entry_details(labels[pick]), expanded=False)
-    with st.expander("Delete entries"):
-        doomed = st.multiselect("Entries to delete", list(labels), key="doomed")
-        sure = st.checkbox("Yes, delete them (they are recomputed when next needed)", key="sure")
-        if st.button("Delete", disabled=not (doomed and sure), key="delete"):
-            for name in doomed:
-                cached.delete(labels[name])
-            ss.pop("doomed", None)
-            st.success(f"Deleted {len(doomed)} entries.")
-            st.rerun()
+    if not roles.is_teacher():
+        roles.student_note("deleting entries")
+    else:
+        with st.expander("Delete entries"):
+            doomed = st.multiselect("Entries to delete", list(labels), key="doomed")
+            sure = st.checkbox("Yes, delete them (they are recomputed when next needed)", key="sure")
+            if st.button("Delete", disabled=not (doomed and sure), key="delete"):
+                for name in doomed:
+                    cached.delete(labels[name])
+                ss.pop("doomed", None)
+                st.success(f"Deleted {len(doomed)} entries.")
+                st.rerun()
 
 runs_view.sweeps_panel()
 runs_view.cache_panel(Path(cached.root()))
 
 st.subheader("Launch a study")
+if not roles.is_teacher():
+    roles.student_note("launching a study")
+    st.stop()
 plans, _ = available_plans()
 name = st.selectbox("Plan", list(plans), index=list(plans).index(sel.plan.name) if sel.plan.name in plans else 0,
                     key="launch_plan")

@@ -17,3 +17,12 @@ NAME reached English F1 32 in these 76 steps, at 5e-3 93)."""
 
 TRAIN_SEED = 13
 """The fine-tuning seed when none is given."""
+
+CLASS_ENV = "HEADPRUNE_CLASS"
+"""Environment: 1 starts the dashboard in class mode (``headprune serve --class`` sets it)."""
+
+TEACHER_KEY_ENV = "HEADPRUNE_TEACHER_KEY"
+"""Environment: the teacher's key in class mode (or ``teacher_key`` in Streamlit's secrets)."""
+
+STUDENT_CAP_ENV = "HEADPRUNE_STUDENT_CAP_S"
+"""Environment: how long one student computation may hold a place in the compute queue (seconds)."""

@@ -8,7 +8,10 @@ draws tqdm bars in the command line, the dashboard's ``_Bar`` an ``st.progress``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 from tqdm.auto import tqdm
 
@@ -44,7 +47,30 @@ class TqdmProgress:
             self.bar = None
 
 
+class TimeCapExceeded(RuntimeError):
+    """The work ran past the time cap of the block it runs in (:func:`time_cap`); nothing of it was stored."""
+
+
+_CAP: ContextVar[tuple[float, float] | None] = ContextVar("headprune_time_cap", default=None)
+
+
+@contextlib.contextmanager
+def time_cap(seconds: float | None) -> Iterator[None]:
+    """Work inside the block that reports progress (:func:`report`) stops with :class:`TimeCapExceeded` once it
+    has run ``seconds`` (None: no cap). It stops between steps, so nothing half-done is stored; the cap holds in
+    this thread (context) only."""
+    token = _CAP.set(None if seconds is None else (time.monotonic() + seconds, seconds))
+    try:
+        yield
+    finally:
+        _CAP.reset(token)
+
+
 def report(on_progress: Progress | None, what: str, done: int, total: int | None) -> None:
-    """Call ``on_progress`` when there is one."""
+    """Call ``on_progress`` when there is one; past the block's :func:`time_cap`, stop the work."""
+    cap = _CAP.get()
+    if cap is not None and time.monotonic() > cap[0]:
+        raise TimeCapExceeded(f"{what} ran past the cap of {cap[1]:.0f} s for one computation; it was stopped "
+                              "and nothing of it was stored")
     if on_progress is not None:
         on_progress(what, done, total)

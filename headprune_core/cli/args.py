@@ -327,6 +327,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an earlier headprune output in --out (never "
                                                         "anything else)")
 
+    p = sub.add_parser("serve", parents=[CACHE],
+                       help="start the dashboard; --class: for a class (students read, the teacher unlocks with "
+                            "the key in HEADPRUNE_TEACHER_KEY)")
+    p.add_argument("--class", dest="class_mode", action="store_true",
+                   help="class mode: student sessions cannot delete, compute missing results, train, upload or "
+                        "load other models; the teacher unlocks with the key")
+    p.add_argument("--port", type=count_arg, default=8501)
+    p.add_argument("--address", default=None, help="the address to listen on (default: Streamlit's, all)")
+    p.add_argument("--student-cap", type=count_arg, default=None, metavar="SECONDS",
+                   help="how long one student computation may run (default 60)")
+    p.add_argument("streamlit_args", nargs="*", help="Streamlit's own options, after --")
+
     cache_commands(sub)
     return parser
 

@@ -22,6 +22,7 @@ COMMANDS = {
     "affinity": "multitask", "gradts": "multitask", "stemcells": "multitask",
     "finetune": "runs", "score": "runs", "curve": "runs", "evaluate": "runs", "refinetune": "runs", "prune": "runs",
     "ls": "cache", "show": "cache", "rm": "cache", "export": "cache", "cache": "cache", "bundle": "bundle",
+    "serve": "serve",
 }
 """Each command and the module of ``headprune_core.cli.main`` whose ``cmd_<command>`` runs it."""
 

@@ -68,15 +68,15 @@ def _score(gold, pred, labels: Sequence[str], *, kind: str) -> dict:
             "n": int(flat_g.size)}
 
 
-def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tensor | None = None
-            ) -> tuple[list, list]:
+def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tensor | None = None,
+            on_step: Step | None = None) -> tuple[list, list]:
     """Gold and predicted label ids (lists per sentence for token tasks) under an optional head mask."""
     device = next(model.parameters()).device
     gold, pred = [], []
     gates = head_gates(model, mask) if mask is not None else contextlib.nullcontext()
     model.eval()
     with gates, torch.no_grad():
-        for batch in batches:
+        for n, batch in enumerate(batches, 1):
             with autocast(device):
                 logits = model(batch["input_ids"].to(device), batch["attention_mask"].to(device),
                                task=batch.get("task"))
@@ -90,13 +90,15 @@ def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tens
             else:
                 gold += labels.tolist()
                 pred += guess.tolist()
+            if on_step is not None:
+                on_step(n, len(batches))
     return gold, pred
 
 
 def evaluate(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str], *, kind: str,
-             mask: torch.Tensor | None = None) -> dict:
+             mask: torch.Tensor | None = None, on_step: Step | None = None) -> dict:
     """Metric and report of ``model`` on ``batches`` with the heads in ``mask`` gated off."""
-    gold, pred = predict(model, batches, mask=mask)
+    gold, pred = predict(model, batches, mask=mask, on_step=on_step)
     return score_predictions(gold, pred, labels, kind=kind)
 
 

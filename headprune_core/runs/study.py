@@ -329,7 +329,9 @@ class Study(StudyData):
             data = self.eval_batches(data_task(ec.task), ec.lang, ec.split, ec.max_sentences,
                                      max_length=ec.max_length)
             d = self.data(data_task(ec.task), ec.lang)
-            return {"result": evaluate(model, _with_task(data, ec.task, model), d.labels, kind=d.kind, mask=mask)}
+            what = f"evaluating {ec.task}/{ec.lang}"
+            return {"result": evaluate(model, _with_task(data, ec.task, model), d.labels, kind=d.kind, mask=mask,
+                                       on_step=lambda done, n: self._report(what, done, n))}
         return self._cached(ec, compute)["result"]
 
     def curve(self, cc: CurveConfig) -> dict:

@@ -11,11 +11,12 @@ import pytest
 from headprune_app.compute_queue import ComputeQueue, slots_from_env, waiting_text
 
 
-def _hold(queue: ComputeQueue, what: str, events: list, release: threading.Event, *, exclusive=False, waits=None):
+def _hold(queue: ComputeQueue, what: str, events: list, release: threading.Event, *, exclusive=False, waits=None,
+          **kw):
     def on_wait(position, running):
         if waits is not None:
             waits.append((position, running))
-    with queue.slot(what, exclusive=exclusive, on_wait=on_wait):
+    with queue.slot(what, exclusive=exclusive, on_wait=on_wait, **kw):
         events.append(("start", what))
         release.wait(10)
         events.append(("end", what))
@@ -98,3 +99,33 @@ def test_waiting_text_and_slots_from_the_environment(monkeypatch):
     assert slots_from_env() == 4
     monkeypatch.setenv("HEADPRUNE_COMPUTE_SLOTS", "zero")
     assert slots_from_env() == 2
+
+
+def test_class_mode_the_teacher_goes_first_and_a_student_holds_one_place():
+    from headprune_app.compute_queue import AlreadyQueued
+
+    queue, events = ComputeQueue(slots=1), []
+    busy = threading.Event()
+    a = _start(queue, "a", events, busy, session="s1", priority=1, one_per_session=True)
+    _until(lambda: queue.state()["running"] == ["a"])
+    # the same student asks again while theirs runs: refused, nothing queued
+    with pytest.raises(AlreadyQueued, match="already have a computation in line"):
+        with queue.slot("a again", session="s1", priority=1, one_per_session=True):
+            pass
+    assert queue.state()["waiting"] == []
+    done = threading.Event()
+    student_waits, teacher_waits = [], []
+    b = _start(queue, "student b", events, done, session="s2", priority=1, one_per_session=True, waits=student_waits)
+    _until(lambda: student_waits)
+    t = _start(queue, "teacher", events, done, session="t", priority=0, waits=teacher_waits)
+    _until(lambda: teacher_waits)
+    assert teacher_waits[-1][0] == 1  # first in line, ahead of the student who came earlier
+    _until(lambda: student_waits[-1][0] == 2)
+    busy.set()
+    a.join(5)
+    _until(lambda: ("start", "teacher") in events)
+    assert ("start", "student b") not in events
+    done.set()
+    for th in (b, t):
+        th.join(5)
+    assert [e for e in events if e[0] == "start"] == [("start", "a"), ("start", "teacher"), ("start", "student b")]

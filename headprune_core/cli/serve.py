@@ -1,0 +1,66 @@
+"""``headprune serve``: start the dashboard (``streamlit run app.py``), for one user or, with ``--class``, for a
+class: student sessions read the cache and do not change it, the teacher unlocks with a key
+(:mod:`headprune_app.roles`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from headprune_core.base.cache import SOURCE_ROOT, is_checkout
+from headprune_core.base.defaults import CLASS_ENV, STUDENT_CAP_ENV, TEACHER_KEY_ENV
+
+CLASS_SETTINGS = ("--server.headless", "true", "--client.toolbarMode", "viewer", "--server.fileWatcherType", "none",
+                  "--server.runOnSave", "false")
+"""Streamlit's own settings for a class: no browser opened on the server, the viewer's menu (no "Clear cache",
+no rerun-on-save), and no reload when a file on the server changes."""
+
+
+def secrets_key(folders: list[Path]) -> str | None:
+    """``teacher_key`` of the first ``.streamlit/secrets.toml`` in ``folders`` that has one (Streamlit reads the
+    project's and the user's); None if none does. An unreadable file is an error naming it."""
+    for folder in folders:
+        path = folder / ".streamlit" / "secrets.toml"
+        if not path.is_file():
+            continue
+        try:
+            key = tomllib.loads(path.read_text()).get("teacher_key")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path}: not readable as TOML ({err})") from None
+        if key:
+            return str(key)
+    return None
+
+
+def serve_command(args, *, root: Path = SOURCE_ROOT, environ=None) -> tuple[list[str], dict]:
+    """(argv, environment) that start the dashboard for ``args`` (``--class``, ``--port``, ``--address`` and
+    Streamlit's own options after ``--``)."""
+    environ = dict(os.environ if environ is None else environ)
+    if not is_checkout(root):
+        raise ValueError(f"the dashboard's app.py is not beside the package in {root}: run 'headprune serve' from "
+                         "a checkout of headprune (git clone), or 'streamlit run app.py' there")
+    argv = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port", str(args.port)]
+    if args.address:
+        argv += ["--server.address", args.address]
+    if args.class_mode:
+        if not (environ.get(TEACHER_KEY_ENV) or secrets_key([root, Path.home()])):
+            raise ValueError(f"class mode needs the teacher's key: set {TEACHER_KEY_ENV} (e.g. export "
+                             f"{TEACHER_KEY_ENV}=$(python -c 'import secrets; print(secrets.token_urlsafe(12))')) "
+                             "or teacher_key in .streamlit/secrets.toml")
+        environ[CLASS_ENV] = "1"
+        if args.student_cap:
+            environ[STUDENT_CAP_ENV] = str(args.student_cap)
+        argv += list(CLASS_SETTINGS)
+    else:
+        environ.pop(CLASS_ENV, None)
+    return argv + list(args.streamlit_args or []), environ
+
+
+def cmd_serve(args) -> int:
+    argv, environ = serve_command(args)
+    mode = "class mode: students read, the teacher unlocks with the key" if args.class_mode else "single user"
+    print(f"headprune dashboard on port {args.port} ({mode}); Ctrl+C stops it.", file=sys.stderr)
+    return subprocess.run(argv, env=environ, cwd=str(Path(argv[4]).parent)).returncode
