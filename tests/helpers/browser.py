@@ -35,13 +35,15 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def streamlit_server(cache: str | Path, *, port: int | None = None, log: Path | None = None,
-                     timeout: float = 90, on_start: Callable[[subprocess.Popen], None] | None = None
-                     ) -> Iterator[str]:
-    """``streamlit run app.py`` on localhost with ``HEADPRUNE_CACHE=cache``; yields its base URL.
+                     timeout: float = 90, on_start: Callable[[subprocess.Popen], None] | None = None,
+                     env: dict | None = None) -> Iterator[str]:
+    """``streamlit run app.py`` on localhost with ``HEADPRUNE_CACHE=cache`` (and ``env`` on top, e.g. class
+    mode's); yields its base URL.
 
     ``on_start(process)`` is called once the server process exists (the benchmark reads its peak memory)."""
     port = port or free_port()
-    env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
+           **(env or {})}
     out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.address", "localhost", "--server.headless", "true",
@@ -186,6 +188,31 @@ def set_slider(page, value: int, timeout: float = 300_000) -> None:
         thumb.press("ArrowRight" if value > current else "ArrowLeft")
         current = int(thumb.get_attribute("value"))
     wait_idle(page, timeout)
+
+
+def unlock(page, key: str, timeout: float = 60_000) -> None:
+    """Unlock the teacher's powers in this session (class mode): the sidebar's key field, then Unlock."""
+    page.get_by_text("Class mode: teacher").first.click()
+    page.get_by_label("Teacher's key").fill(key)
+    page.get_by_role("button", name="Unlock").click()
+    page.get_by_text("Teacher's session").first.wait_for(timeout=timeout)
+    wait_idle(page)
+
+
+def cache_listing(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under a cache folder with its size and modification time (locks left out)."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(Path(root).rglob("*")) if p.is_file() and not p.name.endswith(".lock")}
+
+
+def cache_changes(before: dict, after: dict) -> dict[str, list[str]]:
+    """What changed in a cache between two listings: files removed, files changed, new evaluation entries
+    (what a student's new mask adds) and anything else new."""
+    added = sorted(set(after) - set(before))
+    return {"removed": sorted(set(before) - set(after)),
+            "modified": sorted(k for k in set(before) & set(after) if before[k] != after[k]),
+            "new_evaluations": [k for k in added if k.startswith("runs/eval/")],
+            "other_new": [k for k in added if not k.startswith("runs/eval/")]}
 
 
 def exception_boxes(page) -> list[str]:
