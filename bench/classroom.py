@@ -6,6 +6,10 @@ same cores, so the rest of the machine's time is theirs).
 
 ``python -m bench --only classroom`` runs it on the cache of this checkout (the demo, after ``scripts/start.sh``);
 ``--quick`` on a small fixture cache with N = 1 and 3.
+
+Class mode (``headprune serve --class``) gets its own runs (N = 1 and 30): the walk goes on to the Findings
+page, the server's CPU seconds on that page are counted per student, and the cache is listed before and after
+(students may add the evaluation entries of their new masks, nothing else).
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ REPO = Path(__file__).resolve().parents[1]
 SIZES = (1, 10, 30)
 NICED_SIZES = (10,)
 QUICK_SIZES = (1, 3)
-NAV = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector"}  # = page titles
+NAV = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector",
+       "findings": "Findings"}  # = page titles
+CLASS_SIZES = (1, 30)
+CLASS_ENV = {"HEADPRUNE_CLASS": "1", "HEADPRUNE_TEACHER_KEY": "the bench's key"}
 STEP_TIMEOUT = 600_000  # ms: 30 sessions on 2 cores can make one step wait minutes
 CORES = os.cpu_count() or 1  # the shares below are of every core's time (the machine's busy time counts them all)
 POLL = 100  # ms between checks of a page (Playwright's default checks every animation frame: 60 times a second in
@@ -60,8 +67,9 @@ async def _idle(page) -> None:
     await _wait(page, IDLE_JS)
 
 
-async def _walk(browser, url: str, stagger: float) -> dict:
-    """One student's walk in its own context; each step's seconds from the click to the rendered page."""
+async def _walk(browser, url: str, stagger: float, findings: bool = False) -> dict:
+    """One student's walk in its own context; each step's seconds from the click to the rendered page (the
+    Findings page last, with ``findings``)."""
     await asyncio.sleep(stagger)
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(STEP_TIMEOUT)  # clicks and loads too: a class on 2 cores waits minutes
@@ -98,6 +106,13 @@ async def _walk(browser, url: str, stagger: float) -> dict:
                           "inspector'))")
         await _idle(page)
         steps["inspector"] = time.perf_counter() - start
+        if findings:
+            start = time.perf_counter()
+            await page.locator('[data-testid="stSidebarNav"] a', has_text=NAV["findings"]).first.click()
+            await _wait(page, "() => [...document.querySelectorAll('h1')].some(h => h.innerText.includes("
+                              "'Findings'))")
+            await _idle(page)
+            steps["findings"] = time.perf_counter() - start
         exceptions = await page.locator('[data-testid="stException"]').count()
         metrics = (await cdp.send("Performance.getMetrics"))["metrics"]
         render = next(m["value"] for m in metrics if m["name"] == "TaskDuration")
@@ -109,7 +124,7 @@ async def _walk(browser, url: str, stagger: float) -> dict:
     return {"steps": steps, "exceptions": exceptions, "errors": errors, "render_cpu": render}
 
 
-async def _class(url: str, n: int) -> list[dict]:
+async def _class(url: str, n: int, findings: bool = False) -> list[dict]:
     from playwright.async_api import async_playwright
 
     from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
@@ -117,7 +132,7 @@ async def _class(url: str, n: int) -> list[dict]:
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:  # students arrive within a few seconds of each other
-            return await asyncio.gather(*(_walk(browser, url, 0.2 * i) for i in range(n)))
+            return await asyncio.gather(*(_walk(browser, url, 0.2 * i, findings) for i in range(n)))
         finally:
             await browser.close()
 
@@ -139,42 +154,52 @@ def _niced_class(url: str, n: int, log_dir: Path) -> list[dict]:
     return json.loads(out.read_text())
 
 
-def measure(cache: Path, sizes, log_dir: Path, *, niced: bool = False) -> list[dict]:
-    """One fresh server per class size; each class walks at once (its browsers niced, or not)."""
+def measure(cache: Path, sizes, log_dir: Path, *, niced: bool = False, class_mode: bool = False) -> list[dict]:
+    """One fresh server per class size; each class walks at once (its browsers niced, or not; in class mode on to
+    the Findings page, with the cache listed before and after)."""
     from headprune_app.timing import ENV
     from tests.helpers import browser
 
     out = []
     for n in sizes:
-        procs, runs_log = [], log_dir / f"script-runs-{n}{'-niced' if niced else ''}.jsonl"
+        tag = f"{n}{'-niced' if niced else ''}{'-class' if class_mode else ''}"
+        procs, runs_log = [], log_dir / f"script-runs-{tag}.jsonl"
         os.environ[ENV] = str(runs_log)  # the server appends each script run's page, wall and CPU seconds
         try:
-            with browser.streamlit_server(cache, log=log_dir / f"streamlit-{n}.log", on_start=procs.append,
-                                          timeout=180) as url:
+            with browser.streamlit_server(cache, log=log_dir / f"streamlit-{tag}.log", on_start=procs.append,
+                                          timeout=180, env=CLASS_ENV if class_mode else None) as url:
                 pid = procs[0].pid
                 warm = time.perf_counter()  # the teacher opens the server before class: imports, model, caches
-                warmup = asyncio.run(_class(url, 1))[0]
+                warmup = asyncio.run(_class(url, 1, class_mode))[0]
                 warm = time.perf_counter() - warm
                 skip = len(runs_log.read_text().splitlines()) if runs_log.exists() else 0
+                listed = browser.cache_listing(cache) if class_mode else {}
                 cpu0, all0, wall0 = cpu_seconds(pid), machine_cpu_seconds(), time.perf_counter()
-                walks = _niced_class(url, n, log_dir) if niced else asyncio.run(_class(url, n))
+                walks = _niced_class(url, n, log_dir) if niced else asyncio.run(_class(url, n, class_mode))
                 wall, cpu = time.perf_counter() - wall0, cpu_seconds(pid) - cpu0
                 machine = machine_cpu_seconds() - all0
                 rss = peak_rss_mb(pid)
+                changes = browser.cache_changes(listed, browser.cache_listing(cache)) if class_mode else {}
         finally:
             os.environ.pop(ENV, None)
-        runs = [json.loads(line) for line in runs_log.read_text().splitlines()[skip:]] if runs_log.exists() else []
+        lines = [json.loads(line) for line in runs_log.read_text().splitlines()] if runs_log.exists() else []
+        runs = lines[skip:]
+        warm_findings = sum(r["cpu"] for r in lines[:skip] if r["page"] == "Findings")
         steps = [s for w in walks for s in w["steps"].items()]
         pages = [t for name, t in steps if name != "slider"]
-        out.append({"n": n, "niced": niced, "walks": walks, "warmup_s": warm,
-                    "warmup_ok": len(warmup["steps"]) == 5 and not warmup["errors"], "wall": wall, "server_cpu": cpu,
+        n_steps = 6 if class_mode else 5
+        out.append({"n": n, "niced": niced, "class_mode": class_mode, "walks": walks, "warmup_s": warm,
+                    "changes": changes, "warm_findings_cpu": warm_findings,
+                    "findings_cpu_per_student": sum(r["cpu"] for r in runs if r["page"] == "Findings") / n,
+                    "warmup_ok": len(warmup["steps"]) == n_steps and not warmup["errors"], "wall": wall,
+                    "server_cpu": cpu,
                     "machine_cpu": machine, "script_runs": len(runs),
                     "run_p50": _pct([r["wall"] for r in runs], 50), "run_p95": _pct([r["wall"] for r in runs], 95),
                     "run_cpu_p95": _pct([r["cpu"] for r in runs], 95), "rss_mb": rss,
                     "render_cpu": statistics.median([w["render_cpu"] for w in walks if w["render_cpu"]] or [0.0]),
                     "exceptions": sum(w["exceptions"] for w in walks),  # raised in the app, shown on a page
                     "failed": sum(bool(w["errors"]) for w in walks),  # a browser error or a step's timeout
-                    "complete": sum(len(w["steps"]) == 5 for w in walks),
+                    "complete": sum(len(w["steps"]) == n_steps for w in walks),
                     "p50": _pct(pages, 50), "p95": _pct(pages, 95),
                     "slider_p50": _pct([t for name, t in steps if name == "slider"], 50),
                     "slider_p95": _pct([t for name, t in steps if name == "slider"], 95),
@@ -209,27 +234,63 @@ def _fixture_cache(work: Path) -> Path:
     return build_fixture_cache(work / "fixture-cache")["root"]
 
 
+HEADERS = ["sessions", "walks complete", "app exceptions", "walks failed", "page p50 s", "page p95 s",
+           "slider p50 s", "slider p95 s", "server run p50 s", "server run p95 s", "server run CPU p95 s",
+           "server peak MiB", "wall s", "machine CPU", "server CPU", "browsers' CPU", "page main thread s per walk",
+           "warm-up walk s"]
+
+
+def class_goals(res: list[dict], quick: bool) -> tuple[list[Goal], list[str]]:
+    """Class mode's goals and notes: no exception, no change to the cache by students (evaluation entries of
+    their new masks aside), and the Findings page's server CPU per student at each class size."""
+    runs = [r for r in res if r["class_mode"]]
+    if not runs:
+        return [], []
+    big = max(runs, key=lambda r: r["n"])
+    changed = {k: len(v) for k, v in big["changes"].items()}
+    goals = [Goal(f"class mode, {big['n']} sessions: exceptions; walks failed", "0",
+                  f"{big['exceptions']}; {big['failed']}",
+                  big["exceptions"] + big["failed"] == 0 if not quick else None),
+             Goal(f"class mode, {big['n']} sessions: cache files removed, changed or added by students (their new "
+                  "masks' evaluation entries aside)", "0",
+                  f"{changed['removed']}, {changed['modified']}, {changed['other_new']}",
+                  changed["removed"] + changed["modified"] + changed["other_new"] == 0)]
+    per = "; ".join(f"{r['n']} session(s): {r['findings_cpu_per_student']:.2f} s" for r in runs)
+    first = ", ".join(f"{r['warm_findings_cpu']:.1f} s" for r in runs)
+    notes = [f"Class mode (HEADPRUNE_CLASS=1): the walk goes on to the Findings page. Server CPU on that page per "
+             f"student: {per}; the first visit, in the warm-up walk before each class, computed the cards once for "
+             f"the server: {first}. New evaluation entries "
+             f"by the {big['n']} students (their new masks, cached for everyone): {changed['new_evaluations']}."]
+    return goals, notes
+
+
 def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") -> Section:
     from headprune_core.base.cache import cache_root
 
     work = Path(tempfile.mkdtemp(prefix="headprune-bench-class-"))
-    cache = _fixture_cache(work) if quick else cache_root()
+    cache = _fixture_cache(work) if quick else Path(os.environ.get("HEADPRUNE_BENCH_CLASS_CACHE") or cache_root())
     sizes = QUICK_SIZES if quick else SIZES
-    res = measure(cache, sizes, work)
-    if not quick:  # the server's own capacity: the same walks with the browsers at the lowest priority
+    only_class = os.environ.get("HEADPRUNE_BENCH_CLASS_ONLY") == "1"  # the class-mode runs alone
+    res = [] if only_class else measure(cache, sizes, work)
+    if not quick and not only_class:  # the server's own capacity: the same walks with the browsers niced
         res += measure(cache, NICED_SIZES, work, niced=True)
-    rows = [[f"{r['n']}{' (browsers niced)' if r['niced'] else ''}", r["complete"], r["exceptions"], r["failed"],
+    res += measure(cache, QUICK_SIZES if quick else CLASS_SIZES, work, class_mode=True)
+    rows = [[f"{r['n']}{' (browsers niced)' if r['niced'] else ''}{' (class mode)' if r['class_mode'] else ''}",
+             r["complete"], r["exceptions"], r["failed"],
              round(r["p50"], 1), round(r["p95"], 1), round(r["slider_p50"], 1), round(r["slider_p95"], 1),
              round(r["run_p50"], 2), round(r["run_p95"], 2), round(r["run_cpu_p95"], 2), round(r["rss_mb"]),
              round(r["wall"], 1), *(f"{s:.0%}" for s in shares(r)), round(r["render_cpu"], 1),
              round(r["warmup_s"], 1)]
             for r in res]
-    by_n = {r["n"]: r for r in res if not r["niced"]}
+    by_n = {r["n"]: r for r in res if not r["niced"] and not r["class_mode"]}
     niced = {r["n"]: r for r in res if r["niced"]}
-    big, ten = by_n[max(sizes)], by_n.get(10)
+    goals, class_notes = class_goals(res, quick)
+    if not by_n:
+        return Section("classroom", "A class on one server: class mode", HEADERS, rows, goals, class_notes)
+    big, ten = by_n[max(by_n)], by_n.get(10)
     goals = [Goal(f"exceptions with {big['n']} sessions (in the app; walks failed)", "0",
                   f"{big['exceptions']}; {big['failed']}",
-                  big["exceptions"] + big["failed"] == 0 if not quick else None)]
+                  big["exceptions"] + big["failed"] == 0 if not quick else None), *goals]
     if ten is not None:
         goals.append(Goal("p95 time to a rendered page, 10 sessions (cached results)", "< 10 s",
                           f"{ten['p95']:.1f} s", ten["p95"] < 10))
@@ -262,15 +323,12 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
              "'browsers niced': the same walks with the browsers in a process at nice 19, so the server gets the "
              "cores first, as in a class where each student's browser runs on the student's own machine."]
     notes.append(limit_note(by_n))
+    notes += class_notes
     for r in res:
         if r["errors"]:
             notes.append(f"N = {r['n']}: first errors: {'; '.join(r['errors'])}")
-    return Section("classroom", "A class on one server: N sessions walking the dashboard at once",
-                   ["sessions", "walks complete", "app exceptions", "walks failed", "page p50 s", "page p95 s",
-                    "slider p50 s", "slider p95 s", "server run p50 s", "server run p95 s", "server run CPU p95 s",
-                    "server peak MiB", "wall s", "machine CPU", "server CPU", "browsers' CPU",
-                    "page main thread s per walk", "warm-up walk s"],
-                   rows, goals, notes)
+    return Section("classroom", "A class on one server: N sessions walking the dashboard at once", HEADERS, rows,
+                   goals, notes)
 
 
 if __name__ == "__main__":  # python -m bench.classroom URL N OUT: one class's walks, as JSON (niced by the caller)
