@@ -91,6 +91,13 @@ def _session_id() -> str | None:
     return ctx.session_id if ctx is not None else None
 
 
+def _fair_slot(what: str):
+    """A silent place in the compute queue for short work (no waiting line shown): in class mode after the
+    teacher's work, one at a time per student."""
+    student = not roles.is_teacher()
+    return compute_queue().slot(what, priority=1 if student else 0, session=_session_id(), one_per_session=student)
+
+
 def queued(what: str, *, exclusive: bool = False):
     """A place in the compute queue for ``what``, telling this session its place in line while it waits. In
     class mode a student's session holds one place at a time, after the teacher's, and its work stops at the
@@ -405,7 +412,7 @@ def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
 @st.cache_data(show_spinner=False, max_entries=256)
 def _tag(ft_key: str, task: str, words: tuple, mask: tuple | None, _st: Study, _ft) -> dict:
 
-    with compute_queue().slot("tag a sentence"):
+    with _fair_slot("tag a sentence"):
         model = _st.finetuned(_ft)
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         return tag_sentence(model, _st.loaded.tokenizer, list(words), task=task if len(model.tasks) > 1 else None,
@@ -420,7 +427,7 @@ def tag(st_: Study, ft, task: str, words: Sequence[str], mask=None) -> dict:
 @st.cache_data(show_spinner=False, max_entries=256)
 def _attention(ft_key: str, words: tuple, layer: int, head: int, mask: tuple | None, _st: Study, _ft):
 
-    with compute_queue().slot("one head's attention"):
+    with _fair_slot("one head's attention"):
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         pieces, att = head_attention(_st.finetuned(_ft), _st.loaded.tokenizer, list(words), layer, head, mask=m,
                                      max_length=_ft.max_length)

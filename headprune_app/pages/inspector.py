@@ -35,8 +35,10 @@ if not words:
     st.warning("Type a sentence to tag.")
     st.stop()
 
-full = cached.tag(study, ft, sel.task, words)
-masked = cached.tag(study, ft, sel.task, words, mask) if mask is not None else None
+full = cached.guarded(cached.tag, study, ft, sel.task, words, what="Cannot tag the sentence now")
+masked = None
+if mask is not None:
+    masked = cached.guarded(cached.tag, study, ft, sel.task, words, mask, what="Cannot tag the sentence now")
 if full["kind"] == "token":
     table = charts.tag_table(words, full, masked)
     st.dataframe(table, hide_index=True)
@@ -56,7 +58,8 @@ gated = c3.checkbox("With the current mask", value=False, disabled=mask is None,
                     help="Heads of earlier layers that the mask removes change this head's inputs.")
 if mask is not None and mask[layer, head] == 0:
     st.caption(captions.pruned_head_note(layer, head))
-pieces, att = cached.attention(study, ft, words, layer, head, mask if gated and mask is not None else None)
+pieces, att = cached.guarded(cached.attention, study, ft, words, layer, head,
+                             mask if gated and mask is not None else None, what="Cannot show the attention now")
 figures.show(charts.attention_heatmap(pieces, att, title=f"layer {layer}, head {head}"), key="attention",
              name=f"attention_{state.head_label((layer, head))}", title=f"Attention of layer {layer}, head {head}",
              caption=captions.ATTENTION)
