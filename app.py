@@ -62,7 +62,7 @@ def sidebar() -> S.Selection:
         teacher = roles.is_teacher()
         # a student picks among the models the plans name; the teacher (and the single user) any model
         models = list(dict.fromkeys([plan.model, *(EMBEDDED if teacher else (p.model for p in plans.values()))]))
-        model = st.selectbox("Model", models, format_func=_model_name, key="model", bind="query-params")
+        model = links.selectbox("Model", models, format_func=_model_name, key="model")
         other = ""
         if not teacher:
             for key in ("other_model", "finetuned"):
@@ -90,8 +90,8 @@ def sidebar() -> S.Selection:
         elif info.get("note"):
             st.caption(info["note"])
         tasks = list(dict.fromkeys([*plan.tasks, "pos", "name", *cached.task_names(root)]))
-        task = st.selectbox("Task", tasks, format_func=S.task_label, key="task", bind="query-params",
-                            help="Embedded tasks, and your own corpora (page 'Add data').")
+        task = links.selectbox("Task", tasks, format_func=S.task_label, key="task",
+                               help="Embedded tasks, and your own corpora (page 'Add data').")
         setting = st.radio("Setting", list(dict.fromkeys([*plan.settings, *SETTINGS])), horizontal=True,
                            key="setting", bind="query-params",
                            help="cross: fine-tune on one language, test on the others; "
@@ -103,21 +103,19 @@ def sidebar() -> S.Selection:
         if langs_ok and src_default not in langs_ok:
             src_default = langs_ok[0]
         sources = list(dict.fromkeys([src_default, *langs_ok]))
-        source = st.selectbox("Fine-tuned on", sources, format_func=S.lang_label, key="source", bind="query-params",
-                              disabled=setting == "multi")
+        source = links.selectbox("Fine-tuned on", sources, format_func=S.lang_label, key="source",
+                                 disabled=setting == "multi")
         default_langs = [lang for lang in plan.langs if lang in langs_ok] or langs_ok[:8]
-        langs = st.multiselect("Languages", langs_ok, default=default_langs, format_func=S.lang_label,
-                               key=f"langs:{name}:{task}", bind="query-params")
+        langs = links.multiselect("Languages", langs_ok, default=default_langs, format_func=S.lang_label,
+                                  key=f"langs:{name}:{task}")
         if not langs_ok:
             st.caption(":orange[No corpus of this task is prepared in this cache.]")
-        lang = st.selectbox("Focus language", langs or [source], format_func=S.lang_label,
-                            key="lang", bind="query-params")
+        lang = links.selectbox("Focus language", langs or [source], format_func=S.lang_label, key="lang")
         methods = list(dict.fromkeys([plan.method, *METHODS]))
-        method = st.selectbox("Importance method", methods, format_func=lambda m: f"{m}: {METHOD_HELP.get(m, '')}",
-                              key="method", bind="query-params")
-        normalize = st.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index("layer_sum"),
-                                 format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize",
-                                 bind="query-params")
+        method = links.selectbox("Importance method", methods,
+                                 format_func=lambda m: f"{m}: {METHOD_HELP.get(m, '')}", key="method")
+        normalize = links.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index("layer_sum"),
+                                    format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize")
         minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax", bind="query-params")
         figures.presentation_toggle()
         roles.teacher_panel()

@@ -5,6 +5,11 @@ left out), so the address bar always holds the view and opening it in a new brow
 A link's parameter that this server cannot honour (an unknown task, k above the head count, a plan that is
 gone) falls back to the widget's default, and the page says so at the top; nothing raises. ``share`` offers the
 link with a copy button.
+
+Choices shown with a label (a task's description, a language's name, a percentage) are bound by their *value*
+instead (:func:`selectbox`, :func:`multiselect`, :func:`select_slider` here): Streamlit's own binding would write
+the label into the URL, so ``task=name`` would not open and a reworded label would break every shared link.
+A link in the older label form is still read (the label is mapped to its value).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ SNAPSHOT = "_link_params"  # the parameters the session was opened with
 PENDING = "_link_pending"  # set until the first run has checked them
 NOTES = "_link_notes"
 REFUSED = "_link_refused"  # parameters this session may not use, with the reason (class mode)
+SEEN = "_link_seen"  # per value-bound choice: the URL's text it last read or wrote
+APPLIED = "_link_applied"  # value-bound choices set from the link (a label mapped to its value counts)
 IGNORED = {"present"}  # presentation mode: applied by the frame, not a view choice
 
 
@@ -58,7 +65,10 @@ def check() -> list[str]:
         return ss.get(NOTES, [])
     notes = []
     refused = ss.get(REFUSED, {})
+    applied = ss.get(APPLIED, set())
     for key, asked in ss.get(SNAPSHOT, {}).items():
+        if key in applied:
+            continue
         if key in refused:
             notes.append(f"The link's **{key}** = `{', '.join(asked) or '(empty)'}` was not used: {refused[key]}.")
             continue
@@ -73,6 +83,86 @@ def check() -> list[str]:
                          f"showing the default, `{', '.join(_text(ss[key])) or '(none)'}`.")
     ss[NOTES] = notes
     return notes
+
+
+def _texts(value, multi: bool) -> list[str]:
+    return [_value_text(v) for v in value] if multi else [_value_text(value)]
+
+
+def _value_text(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _seed(key: str, options: list, format_func, multi: bool) -> None:
+    """Before the widget: when the URL's value for ``key`` is new to this session (a link just opened), put the
+    option it names (by value, or by its label in an older link) into the widget's state."""
+    ss = st.session_state
+    raw = st.query_params.get_all(key)
+    seen = ss.setdefault(SEEN, {})
+    if not raw or seen.get(key) == raw:
+        return
+    seen[key] = raw
+    by_text: dict[str, object] = {}
+    for option in options:
+        for text in (_value_text(option), str(format_func(option))):
+            by_text.setdefault(text.strip().lower(), option)
+    picked = [by_text[r.strip().lower()] for r in raw if r.strip().lower() in by_text]
+    if multi and picked:
+        ss[key] = list(dict.fromkeys(picked))
+    elif not multi and len(raw) == 1 and picked:
+        ss[key] = picked[0]
+    else:
+        return  # nothing usable: the widget keeps its value, and the link's notes say so
+    ss.setdefault(APPLIED, set()).add(key)
+
+
+def _write(key: str, value, default, multi: bool) -> None:
+    """After the widget: its value (never its label) in the URL, or no parameter when it is the default."""
+    texts = _texts(value, multi)
+    if texts == _texts(default, multi):
+        if key in st.query_params:
+            del st.query_params[key]
+    elif st.query_params.get_all(key) != texts:
+        st.query_params[key] = texts if multi else texts[0]
+    st.session_state.setdefault(SEEN, {})[key] = st.query_params.get_all(key)
+
+
+def _bound(widget, label: str, options, *, key: str, default, multi: bool, seed_arg: str, format_func=str,
+           **kwargs):
+    options = list(options)
+    _seed(key, options, format_func, multi)
+    if key not in st.session_state and (multi or default in options):  # else the session's (or link's) value
+        kwargs[seed_arg] = options.index(default) if seed_arg == "index" else default
+    value = widget(label, options, format_func=format_func, key=key, **kwargs)
+    _write(key, value, default, multi)
+    return value
+
+
+def selectbox(label: str, options, *, key: str, index: int = 0, where=None, **kwargs):
+    """``st.selectbox`` bound to the URL by the chosen option's value (``where``: a column or container)."""
+    options = list(options)
+    default = options[index] if options else None
+    return _bound((where or st).selectbox, label, options, key=key, default=default, multi=False,
+                  seed_arg="index", **kwargs)
+
+
+def radio(label: str, options, *, key: str, index: int = 0, where=None, **kwargs):
+    """``st.radio`` bound to the URL by the chosen option's value."""
+    options = list(options)
+    return _bound((where or st).radio, label, options, key=key, default=options[index], multi=False,
+                  seed_arg="index", **kwargs)
+
+
+def multiselect(label: str, options, *, key: str, default=(), where=None, **kwargs):
+    """``st.multiselect`` bound to the URL by the chosen options' values (one parameter per option)."""
+    return _bound((where or st).multiselect, label, options, key=key, default=list(default), multi=True,
+                  seed_arg="default", **kwargs)
+
+
+def select_slider(label: str, options, *, key: str, value, where=None, **kwargs):
+    """``st.select_slider`` bound to the URL by the chosen option's value (``0.5``, not ``50%``)."""
+    return _bound((where or st).select_slider, label, options, key=key, default=value, multi=False,
+                  seed_arg="value", **kwargs)
 
 
 def refuse(key: str, why: str) -> None:

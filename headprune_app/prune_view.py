@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, roles, state
+from headprune_app import cached, captions, charts, figures, links, roles, state
 from headprune_app import selection as S
 from headprune_core.base.choices import LAYER_PARTS
 from headprune_core.base.choices import STRATEGIES as CORE_STRATEGIES
@@ -50,10 +50,9 @@ def read_params(col, sel: S.Selection, strategy: str) -> Params:
     options, default = ranking_choices(sel)
     p = Params(strategy, options[default])
     if strategy in ("importance", "reverse"):
-        return replace(p, rank_lang=col.selectbox("Ranking of", options, index=default,
-                                                  format_func=lambda lang: rank_label(sel, lang),
-                                                  key="ranking", bind="query-params",
-                                                  help=captions.RANK_LANG_HELP))
+        return replace(p, rank_lang=links.selectbox("Ranking of", options, index=default, where=col,
+                                                    format_func=lambda lang: rank_label(sel, lang),
+                                                    key="ranking", help=captions.RANK_LANG_HELP))
     if strategy == "random":
         return replace(p,
                        seed=int(col.number_input("Seed", min_value=0, value=0, step=1, key="seed",
@@ -63,10 +62,9 @@ def read_params(col, sel: S.Selection, strategy: str) -> Params:
                        part=col.radio("Layers", LAYER_PARTS, index=1, horizontal=True, key="part", bind="query-params",
                                       help="Prune every head of the bottom, middle or top third of the layers."))
     if strategy == "learned":
-        return replace(p, target=col.select_slider("Learned pruning removes", LEARNED_TARGETS, value=0.5,
-                                                   format_func=lambda v: f"{v:.0%}", key="learned_target",
-                                                   bind="query-params",
-                                                   help=captions.LEARNED_HELP))
+        return replace(p, target=links.select_slider("Learned pruning removes", LEARNED_TARGETS, value=0.5,
+                                                     where=col, format_func=lambda v: f"{v:.0%}",
+                                                     key="learned_target", help=captions.LEARNED_HELP))
     return p
 
 

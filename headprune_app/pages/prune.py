@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, state
+from headprune_app import cached, captions, charts, links, state
 from headprune_app import prune_view as V
 from headprune_app import selection as S
 from headprune_core.methods.uncertainty import describe_ci, describe_diff
@@ -27,8 +27,7 @@ shape = cached.head_shape(sel.model)
 
 V.apply_grid_click()
 c1, c2, c3 = st.columns([2, 2, 3])
-strategy = c1.selectbox("Strategy", V.STRATEGIES, format_func=S.STRATEGY_LABELS.get, key="strategy",
-                        bind="query-params")
+strategy = links.selectbox("Strategy", V.STRATEGIES, format_func=S.STRATEGY_LABELS.get, key="strategy", where=c1)
 params = V.read_params(c2, sel, strategy)
 ranking, learned = V.ranking_for(study, sel, ft, params)
 mask = V.read_mask(c3, shape, params, ranking, learned, before=state.current_mask(ft.key(), sel.task))

@@ -4,7 +4,7 @@ He & Choi 2021), and how much the top sets overlap."""
 import streamlit as st
 
 from headprune_app import affinity_view as V
-from headprune_app import cached, captions, shared_view
+from headprune_app import cached, captions, links, shared_view
 from headprune_app import selection as S
 from headprune_core.multitask.affinity import shared_heads
 
@@ -13,12 +13,12 @@ st.markdown(captions.SHARED)
 st.caption(captions.SHARED_PAPER)
 
 c1, c2 = st.columns([2, 3])
-group = c1.radio("Compare", ["tasks (GradTS plan)", "languages (sidebar choices)"], key="shared_group",
-                 bind="query-params",
-                 help=captions.GROUP_HELP)
+GROUPS = {"tasks": "tasks (GradTS plan)", "languages": "languages (sidebar choices)"}
+group = links.radio("Compare", list(GROUPS), format_func=GROUPS.get, key="shared_group", where=c1,
+                    help=captions.GROUP_HELP)
 top_p = c2.slider("Top p% of heads per map", 1, 50, 10, 1, key="shared_top_p", bind="query-params")
 
-if group.startswith("tasks"):
+if group == "tasks":
     d1, d2 = st.columns([3, 2])
     plan = V.pick_plan(d1, d2, key="shared")
     st.markdown(cached.model_caption(plan.model))
@@ -50,12 +50,12 @@ if not complete:
     st.caption(f"Showing the {len(maps)} {what} whose maps are cached.")
 shared_view.top_sets(shared_heads(maps, top_percent=top_p), what=what, top_p=top_p)
 
-if not group.startswith("tasks"):
+if group != "tasks":
     st.stop()
 st.header("Learned pruning: stem cells (He & Choi)")
 st.markdown(captions.STEM_CELLS)
-target = st.select_slider("Share of heads learned pruning removes", [0.25, 0.5, 0.75], value=0.5,
-                          key="stem_target", bind="query-params", format_func=lambda v: f"{v:.0%}")
+target = links.select_slider("Share of heads learned pruning removes", [0.25, 0.5, 0.75], value=0.5,
+                             key="stem_target", format_func=lambda v: f"{v:.0%}")
 cells = cached.guarded(V.stemcells, gts, target, what="Cannot set up learned pruning")
 summary = V.stemcells_summary(cells)
 if summary is None:

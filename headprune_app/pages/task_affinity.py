@@ -5,7 +5,7 @@ import streamlit as st
 
 from headprune_app import affinity_charts as AC
 from headprune_app import affinity_view as V
-from headprune_app import cached, captions, figures
+from headprune_app import cached, captions, figures, links
 from headprune_core.base.files import safe_filename
 from headprune_core.methods.similarity import correlation_matrix
 from headprune_core.multitask.affinity import rank_auxiliary, select_threshold
@@ -17,8 +17,9 @@ st.caption(captions.AFFINITY_PAPER)
 
 c1, c2, c3 = st.columns([3, 2, 2])
 plan = V.pick_plan(c1, c2, key="gradts")
-kind = c3.radio("Correlation", ["Kendall tau", "Spearman rho"], horizontal=True, key="gradts_corr",
-                bind="query-params")
+CORRELATIONS = {"kendall": "Kendall tau", "spearman": "Spearman rho"}
+kind = CORRELATIONS[links.radio("Correlation", list(CORRELATIONS), format_func=CORRELATIONS.get, horizontal=True,
+                                key="gradts_corr", where=c3)]
 name, method = plan.name, plan.method
 st.markdown(f"{cached.model_caption(plan.model)}  \n{plan.description}")
 if plan.note:

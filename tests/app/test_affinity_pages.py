@@ -133,7 +133,7 @@ def test_threshold_slider_highlights_the_selection(gradts_cache, monkeypatch):
     ok(at)
     assert "selects 0 of 4" in text_of(at)
     assert not [t for t in tau_heatmap(at)["data"] if t.get("type") == "scatter"]
-    at.radio(key="gradts_corr").set_value("Spearman rho")
+    at.radio(key="gradts_corr").set_value("spearman")
     ok(at)
     assert "Spearman" in tau_heatmap(at)["data"][0]["hovertemplate"]
 
@@ -186,7 +186,7 @@ def test_shared_heads_by_task_and_by_language(gradts_cache, monkeypatch):
     ok(at)
     assert size == "1 head" and [m for m in at.metric if m.label == "top set size"][0].value == "6 heads"
 
-    at.radio(key="shared_group").set_value("languages (sidebar choices)")
+    at.radio(key="shared_group").set_value("languages")
     ok(at)
     assert not at.error and not at.warning
     assert json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["zmax"] == 3  # en, de, es

@@ -1,0 +1,74 @@
+"""Links carry values: every choice bound by its value opens from a hand-typed link (``task=name``, ``lang=es``,
+``method=kv_grad``...) with no note, the address keeps values (never labels), and a link in the older label form
+still opens (the label is read as its value)."""
+
+from __future__ import annotations
+
+from headprune_app import selection as S
+from tests.helpers.app import make_app
+
+LINK_NOTE = "The link's"
+
+
+def _open(at, params: dict, page: str):
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.switch_page(f"headprune_app/pages/{page}.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _notes(at) -> list[str]:
+    return [w.value for w in at.warning if w.value.startswith(LINK_NOTE)]
+
+
+VALUE_LINKS = [  # (page, the link's parameters, each bound choice's value the page must show)
+    ("prune", {"task": "name", "lang": "es", "method": "kv_grad", "normalize": "none", "strategy": "random"},
+     {"task": "name", "lang": "es", "method": "kv_grad", "normalize": "none", "strategy": "random"}),
+    ("prune", {"strategy": "importance", "ranking": "de", "source": "en"},
+     {"strategy": "importance", "ranking": "de", "source": "en"}),
+    ("prune", {"strategy": "learned", "learned_target": "0.25"}, {"strategy": "learned", "learned_target": 0.25}),
+    ("importance", {"langs:fixture:pos": ["de", "es"], "lang": "de"}, {"langs:fixture:pos": ["de", "es"]}),
+]
+
+
+def test_hand_typed_value_links_open_their_view_with_no_note(fixture_cache, monkeypatch):
+    plan = fixture_cache["plan"].name
+    for page, params, expected in VALUE_LINKS:
+        # the languages' choice is keyed by plan and task: the fixture plan's name
+        params = {k.replace(":fixture:", f":{plan}:"): v for k, v in params.items()}
+        expected = {k.replace(":fixture:", f":{plan}:"): v for k, v in expected.items()}
+        at = _open(make_app(fixture_cache["root"], monkeypatch), params, page)
+        assert _notes(at) == [], (params, _notes(at))
+        for k, v in expected.items():
+            assert at.session_state[k] == v, (k, at.session_state[k], v)
+        # the address holds the values as typed (or nothing, for a default)
+        for k, v in params.items():
+            assert at.query_params.get(k) in (None, v, [v] if isinstance(v, str) else v), (k, at.query_params.get(k))
+
+
+def test_the_address_holds_values_never_labels(fixture_cache, monkeypatch):
+    at = make_app(fixture_cache["root"], monkeypatch)
+    at.switch_page("headprune_app/pages/prune.py")
+    at.run()
+    at.selectbox(key="task").set_value("name")
+    at.selectbox(key="method").set_value("taylor")
+    at.run()
+    assert at.query_params["task"] == "name" and at.query_params["method"] == "taylor"
+    assert S.task_label("name") != "name"  # a label would have been another text
+
+
+def test_older_label_links_still_open(fixture_cache, monkeypatch):
+    labels = {"task": S.task_label("name"), "lang": S.lang_label("es"), "strategy": S.STRATEGY_LABELS["random"]}
+    at = _open(make_app(fixture_cache["root"], monkeypatch), labels, "prune")
+    assert _notes(at) == []
+    assert (at.session_state["task"], at.session_state["lang"], at.session_state["strategy"]) == \
+        ("name", "es", "random")
+    assert at.query_params["task"] == "name" and at.query_params["lang"] == "es"  # rewritten as values
+
+
+def test_an_unknown_value_falls_back_with_a_note(fixture_cache, monkeypatch):
+    at = _open(make_app(fixture_cache["root"], monkeypatch), {"task": "klingon"}, "prune")
+    assert at.session_state["task"] != "klingon"
+    assert any("task" in n and "klingon" in n for n in _notes(at))
