@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached, figures, links, roles, timing
+from headprune_app import cached, figures, lessons_view, links, roles, timing
 from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
@@ -118,6 +118,7 @@ def sidebar() -> S.Selection:
                                     format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize")
         minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax", bind="query-params")
         figures.presentation_toggle()
+        lessons_view.picker()
         roles.teacher_panel()
         st.caption(f"Cache: `{root}`")
     return S.Selection(plan=plan, model=model, task=task, setting=setting, source=source, langs=tuple(langs),
@@ -128,8 +129,11 @@ with timing.script_run() as run:  # HEADPRUNE_PAGE_LOG: each run's page and seco
     nav = st.navigation(PAGES)
     run["page"] = nav.title
     links.remember()
+    lesson = lessons_view.follow(nav.url_path or "home")  # a lesson's step on another page: switch there
     top = st.container()  # the link's notes, the copy-link button and leaving presentation mode
     figures.leave_presentation(top)  # before the sidebar's toggle: leaving sets its state
+    if lesson is not None:
+        lessons_view.bar(top, *lesson)
     st.session_state["selection"] = sidebar()
     try:
         nav.run()

@@ -108,7 +108,10 @@ def read_mask(col, shape: tuple[int, int], p: Params, ranking, learned, *,
         k = col.slider("Heads pruned (k)", 0, total, value=removed, key=f"k_learned:{p.target}", bind="query-params",
                        help=captions.learned_k_help(removed))
     else:
-        k = col.slider("Heads pruned (k)", 0, total, value=0, key="k", bind="query-params", help=captions.K_HELP)
+        if "k" in st.session_state:  # set by a lesson's step or for another model: within this model's heads
+            st.session_state["k"] = min(max(int(st.session_state["k"]), 0), total)
+        start = {} if "k" in st.session_state else {"value": 0}
+        k = col.slider("Heads pruned (k)", 0, total, key="k", bind="query-params", help=captions.K_HELP, **start)
     return cached.mask(shape, "importance" if p.strategy == "learned" else p.strategy, k, ranking=ranking,
                        seed=p.seed, part=p.part, custom=custom)
 

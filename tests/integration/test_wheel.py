@@ -66,3 +66,10 @@ def test_the_headprune_command_answers_help_and_a_sweep_dry_run(installed, tmp_p
     out = _run([str(installed / "headprune"), "sweep", str(REPO / "sweeps" / "demo.json"), "--dry-run"],
                cwd=tmp_path, env=env)
     assert "sweep demo: 1 grid point(s), 72 jobs" in out
+
+
+def test_the_wheel_carries_the_shipped_data_files(installed, tmp_path):
+    code = ("from headprune_core.plans import lessons; from pathlib import Path; import headprune_core.findings as f; "
+            "print(sorted(lessons.available(None)[0])); print((Path(f.__file__).parent / 'design.json').is_file())")
+    out = _run([str(installed / "python"), "-c", code], cwd=tmp_path).splitlines()
+    assert "attention-heads-across-languages" in out[0] and out[1] == "True"

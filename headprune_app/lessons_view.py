@@ -1,0 +1,141 @@
+"""Presenting a lesson (:mod:`headprune_core.plans.lessons`): a bar at the top of the page with "step K of N",
+the step's notes, and Back / Next; each step switches to its page with its choices applied.
+
+A lesson opens from the sidebar or from a link (``?lesson=NAME&step=K``, with the step's choices: Copy link gives
+it, so a student who falls behind rejoins). A step whose view this server cannot show says why; the others work.
+Notes are Markdown shown with Streamlit's Markdown (HTML in them is shown as text, never run).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from headprune_app import figures
+from headprune_core.plans.lessons import Lesson, available
+
+PAGE_FILES = {p: f"headprune_app/pages/{p}.py" for p in ("home", "importance", "prune", "retrain", "inspector",
+                                                          "task_affinity", "shared_heads", "findings", "runs",
+                                                          "add_data")}
+AT = "_lesson_at"  # (lesson, step) this session last switched to
+PARAMS = ("lesson", "step")
+
+
+def lessons() -> tuple[dict[str, Lesson], list[str]]:
+    """The lessons on this server (presets and ``<cache>/lessons``) and a line for each unreadable file."""
+    return available()
+
+
+def current() -> tuple[Lesson, int] | None:
+    """The lesson and step (1-based) the URL names, or None; a lesson this server lacks is said in one line."""
+    name = st.query_params.get("lesson")
+    if not name:
+        return None
+    found, _ = lessons()
+    if name not in found:
+        st.warning(f"The link's lesson **{name}** is not on this server (lessons: "
+                   f"{', '.join(found) or 'none'}).", icon=":material/school:")
+        return None
+    lesson = found[name]
+    try:
+        k = int(st.query_params.get("step", "1"))
+    except ValueError:
+        k = 1
+    return lesson, min(max(k, 1), len(lesson.steps))
+
+
+def go(lesson: Lesson, k: int) -> None:
+    """Switch to step ``k``: its page, with its choices in the URL (the page's own choices of this session that
+    the step names are dropped first, so the link's values apply)."""
+    step = lesson.steps[k - 1]
+    st.session_state[AT] = (lesson.name, k)
+    params: dict[str, list[str]] = {}
+    for key, value in step.params:
+        if _bound_here(key):  # a widget of this page holds it: set the widget's value, not the URL
+            st.session_state[key] = _like(st.session_state.get(key), value)
+            continue
+        params.setdefault(key, []).append(value)
+        if key in st.session_state and not key.startswith("_"):
+            del st.session_state[key]
+    params.update({"lesson": [lesson.name], "step": [str(k)]})
+    if figures.presenting():
+        params["present"] = ["true"]
+    page = PAGE_FILES["home" if step.problem else step.page]
+    st.switch_page(page, query_params={key: values if len(values) > 1 else values[0]
+                                       for key, values in params.items()})
+
+
+def _bound_here(key: str) -> bool:
+    """Whether a widget of this run binds URL parameter ``key`` (Streamlit refuses to set those directly)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx  # here: Streamlit's runtime, in a session only
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return False
+    with ctx.session_state.query_params() as params:
+        return params.is_bound(key)
+
+
+def _like(current, text: str):
+    """``text`` as the type of the widget's current value (a whole number for a slider of heads ...)."""
+    if isinstance(current, bool):
+        return text.strip().lower() in ("1", "true", "yes")
+    for kind in (int, float):
+        if isinstance(current, kind):
+            try:
+                return kind(text)
+            except ValueError:
+                return current
+    return text
+
+
+def follow(page_name: str) -> tuple[Lesson, int] | None:
+    """At the start of a run: the lesson step the URL names; when the session arrives at a new step (a link, or
+    Back / Next) on another page than the step's, switch there."""
+    at = current()
+    if at is None:
+        st.session_state.pop(AT, None)
+        return None
+    lesson, k = at
+    if st.session_state.get(AT) != (lesson.name, k):
+        step = lesson.steps[k - 1]
+        st.session_state[AT] = (lesson.name, k)
+        if not step.problem and step.page != page_name:
+            go(lesson, k)
+    return at
+
+
+def bar(where, lesson: Lesson, k: int) -> None:
+    """In ``where`` (the top of the page): the lesson's title, step K of N, the step's notes, Back / Next."""
+    step = lesson.steps[k - 1]
+    n = len(lesson.steps)
+    with where.container(border=True):
+        st.markdown(f":material/school: **{lesson.title}**: step {k} of {n}: **{step.title}**")
+        if step.problem:
+            st.warning(f"Lesson {lesson.name}, step {k}: this view cannot be shown here: {step.problem}.")
+        if step.notes:
+            st.markdown(step.notes)
+        back, nxt, end = st.columns([1, 1, 4])
+        if back.button("Back", icon=":material/arrow_back:", disabled=k == 1, key="lesson_back"):
+            go(lesson, k - 1)
+        if nxt.button("Next", icon=":material/arrow_forward:", disabled=k == n, key="lesson_next"):
+            go(lesson, k + 1)
+        if end.button("End the lesson", key="lesson_end"):
+            st.session_state.pop(AT, None)
+            for key in PARAMS:
+                if key in st.query_params:
+                    del st.query_params[key]
+            st.rerun()
+
+
+def picker() -> None:
+    """In the sidebar: open a lesson at its first step (and a line for each lesson file that cannot be read)."""
+    found, problems = lessons()
+    if not found and not problems:
+        return
+    with st.expander(":material/school: Lessons", expanded=False):
+        names = list(found)
+        pick = st.selectbox("Lesson", names, format_func=lambda n: found[n].title, key="lesson_pick")
+        if pick and st.button("Start the lesson", key="lesson_start"):
+            go(found[pick], 1)
+        for problem in problems:
+            st.caption(f":orange[{problem}]")

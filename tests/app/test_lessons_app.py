@@ -1,0 +1,77 @@
+"""Presenting a lesson: a link opens its step on the step's page with the step's choices and the bar (step K of
+N, the notes, Back / Next); Next and Back move through the steps; a hostile lesson's bad step says why and its
+notes' HTML is shown as text."""
+
+from __future__ import annotations
+
+from tests.helpers.app import make_app
+
+LESSON = "attention-heads-across-languages"
+TITLES = {"home": "headprune", "importance": "Head importance", "prune": "Prune & evaluate",
+          "findings": "Findings", "task_affinity": "Task affinity"}
+
+
+def _ok(at):
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _bar(at) -> str:
+    return next(m.value for m in at.markdown if ":material/school:" in m.value)
+
+
+def _click(at, key):
+    next(b for b in at.button if b.key == key).click()
+    return _ok(at)
+
+
+def test_a_link_opens_the_step_and_next_back_walk_the_lesson(fixture_cache, monkeypatch):
+    from headprune_core.plans.lessons import available
+
+    lesson = available()[0][LESSON]
+    at = make_app(fixture_cache["root"], monkeypatch)
+    at.query_params["lesson"], at.query_params["step"] = LESSON, "5"
+    _ok(at)
+    assert "step 5 of 8" in _bar(at) and at.title[0].value == "Prune & evaluate"
+    assert at.session_state["strategy"] == "random" and at.session_state["lang"] == "de"
+    assert at.query_params["step"] == "5" and at.query_params["lesson"] == LESSON  # Copy link gives this step
+    _click(at, "lesson_back")
+    assert "step 4 of 8" in _bar(at) and at.session_state["strategy"] == "importance"
+    seen = []
+    for k in range(4, 9):  # on to the end: every step's page, no exception
+        step = lesson.steps[k - 1]
+        assert f"step {k} of 8" in _bar(at)
+        assert TITLES.get(step.page, "") in at.title[0].value or step.page == "home"
+        seen.append(step.page)
+        if k < 8:
+            _click(at, "lesson_next")
+    assert seen == ["prune", "prune", "prune", "findings", "task_affinity"]
+    assert next(b for b in at.button if b.key == "lesson_next").disabled
+
+
+def test_a_hostile_lesson_says_what_is_wrong_and_runs_no_script(fixture_cache, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for part in ("runs", "plans", "corpora"):
+        (cache / part).symlink_to(fixture_cache["root"] / part)
+    folder = cache / "lessons"
+    folder.mkdir()
+    (folder / "hostile.md").write_text(
+        "---\ntitle: Hostile\nplan: demo\n---\n\n## Nowhere\nview: ../../etc/passwd?x=1\n\nBad page.\n\n"
+        "## Script\nview: importance?task=<script>alert(1)</script>\n\n<script>window.hacked = 1</script> "
+        "<img src=x onerror=alert(1)>\n")
+    (folder / "big.md").write_text("x" * (2 * 1024 * 1024))
+    at = make_app(cache, monkeypatch)
+    at.query_params["lesson"], at.query_params["step"] = "hostile", "1"
+    _ok(at)
+    assert "step 1 of 2" in _bar(at)
+    assert any("Lesson hostile, step 1: this view cannot be shown here: unknown page" in w.value for w in at.warning)
+    _click(at, "lesson_next")
+    assert "step 2 of 2" in _bar(at) and at.title[0].value == "Head importance"
+    # the task asked for is not one: the page falls back with the link's note; the notes are text, not HTML
+    assert at.session_state["task"] != "<script>alert(1)</script>"
+    notes = [m for m in at.markdown if "window.hacked" in m.value]
+    assert notes and all(not m.proto.allow_html for m in notes)
+    captions = " ".join(c.value for c in at.caption)
+    assert "big.md" in captions and "too big for a lesson" in captions  # listed in the sidebar, not raised
