@@ -33,6 +33,7 @@ PAGES = [
     st.Page("headprune_app/pages/findings.py", title="Findings", icon=":material/fact_check:"),
     st.Page("headprune_app/pages/runs.py", title="Runs", icon=":material/storage:"),
     st.Page("headprune_app/pages/add_data.py", title="Add data", icon=":material/upload_file:"),
+    st.Page("headprune_app/pages/lessons.py", title="Lessons", icon=":material/school:"),
 ]
 METHOD_HELP = {"gate_grad": "|d loss / d head gate| (Michel et al.; Ma et al.)",
                "kv_grad": "key/value weight gradients (GradTS)", "taylor": "first-order Taylor (TextPruner)",
@@ -139,3 +140,4 @@ with timing.script_run() as run:  # HEADPRUNE_PAGE_LOG: each run's page and seco
         nav.run()
     finally:  # also after a page's st.stop(): the link as the page left it
         links.top(top)
+        lessons_view.adder(top, nav.url_path or "home", nav.title)

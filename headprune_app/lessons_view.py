@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headprune_app import figures
+from headprune_app import cached, figures, links, roles
+from headprune_core.plans import lessons as L
 from headprune_core.plans.lessons import Lesson, available
 
-PAGE_FILES = {p: f"headprune_app/pages/{p}.py" for p in ("home", "importance", "prune", "retrain", "inspector",
-                                                          "task_affinity", "shared_heads", "findings", "runs",
-                                                          "add_data")}
+PAGE_FILES = {p: f"headprune_app/pages/{p}.py" for p in L.PAGES}
 AT = "_lesson_at"  # (lesson, step) this session last switched to
 PARAMS = ("lesson", "step")
 
@@ -139,3 +138,80 @@ def picker() -> None:
             go(found[pick], 1)
         for problem in problems:
             st.caption(f":orange[{problem}]")
+
+
+NEW = "\u2795 a new lesson"
+
+
+def adder(where, page: str, page_title: str) -> None:
+    """In ``where`` (the top of the page): "Add to a lesson", which appends this view (its page and the choices
+    its link carries) as a step, with notes typed there, to a new or existing lesson. The owner's only."""
+    if not roles.is_teacher():
+        return
+    with where.popover("Add to a lesson", icon=":material/playlist_add:"):
+        found, _ = lessons()
+        pick = st.selectbox("Lesson", [NEW, *found], key="lesson_add_to",
+                            format_func=lambda n: n if n == NEW else f"{found[n].title} ({len(found[n].steps)} steps)")
+        name, title, replace_ok = pick, "", False
+        if pick == NEW:
+            name = st.text_input("File name (letters, digits, - _ .)", key="lesson_add_name").strip()
+            title = st.text_input("Title", key="lesson_add_title")
+            if name in found:
+                replace_ok = st.checkbox(f"Replace the lesson **{name}** ({len(found[name].steps)} steps are lost)",
+                                         key="lesson_add_replace")
+        step_title = st.text_input("Step title", value=page_title, key=f"lesson_add_step:{page}")
+        notes = st.text_area("Notes for this step (Markdown)", key="lesson_add_notes")
+        if st.button("Add this view", icon=":material/add:", key="lesson_add", disabled=not name):
+            _add(name, f"{page}?{links.query()}", step_title, notes, new=pick == NEW, title=title,
+                 replace_ok=replace_ok)
+
+
+def _add(name: str, view: str, step_title: str, notes: str, *, new: bool, title: str, replace_ok: bool) -> None:
+    """Write the step (the server side of the owner's control: a student's session is refused here too)."""
+    roles.require("writing lessons")
+    try:
+        step = L.make_step(step_title, view, notes)
+        lesson, path = L.add_step(name, step, title=title, plan=cached.selection().plan.name, new=new,
+                                  replace_existing=replace_ok)
+    except L.LessonError as err:
+        st.error(f"Not added: {err}", icon=":material/error:")
+        return
+    st.success(f"Added as step {len(lesson.steps)} of **{lesson.title}** (`{path}`).", icon=":material/check:")
+
+
+def step_row(lesson: Lesson, k: int, *, editable: bool) -> None:
+    """One step on the Lessons page: its title and view, Open, and (for the owner) up, down and delete."""
+    step = lesson.steps[k - 1]
+    with st.container(border=True):
+        text, *buttons = st.columns([8, 1, 1, 1, 1], vertical_alignment="center")
+        view = step.page + (f"?{step.query()}" if step.params else "")
+        text.markdown(f"**{k}. {step.title}** · `{view}`")
+        if step.problem:
+            text.caption(f":orange[Lesson {lesson.name}, step {k}: {step.problem}]")
+        if buttons[0].button("Open", key=f"lesson_open_{k}", help="Present the lesson from this step"):
+            go(lesson, k)
+        if not editable:
+            return
+        n = len(lesson.steps)
+        if buttons[1].button("", icon=":material/arrow_upward:", key=f"lesson_up_{k}", disabled=k == 1,
+                             help="Move this step up"):
+            _change(L.move_step(lesson, k, -1), f"Moved step {k} up.")
+        if buttons[2].button("", icon=":material/arrow_downward:", key=f"lesson_down_{k}", disabled=k == n,
+                             help="Move this step down"):
+            _change(L.move_step(lesson, k, +1), f"Moved step {k} down.")
+        with buttons[3].popover("", icon=":material/delete:", help="Delete this step"):
+            if st.button(f"Delete step {k}", key=f"lesson_drop_{k}", disabled=n == 1,
+                         help="A lesson keeps at least one step: delete the lesson instead"):
+                _change(L.drop_step(lesson, k), f"Deleted step {k} ({step.title}).")
+
+
+def _change(lesson: Lesson, done: str) -> None:
+    """Save a reordered or shortened lesson (a shipped one as the cache's copy) and show it again."""
+    roles.require("changing lessons")
+    try:
+        L.save(lesson, replace_existing=True)
+    except L.LessonError as err:
+        st.error(f"Not saved: {err}", icon=":material/error:")
+        return
+    st.session_state["_lesson_done"] = done
+    st.rerun()

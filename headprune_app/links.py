@@ -172,11 +172,15 @@ def refuse(key: str, why: str) -> None:
     st.session_state.setdefault(REFUSED, {})[key] = why
 
 
+def query() -> str:
+    """This view's choices as its link carries them (every bound choice that differs from its default)."""
+    return urlencode([(k, v) for k in st.query_params for v in st.query_params.get_all(k)])
+
+
 def link() -> str:
     """The URL of this view: this page's address with every bound choice that differs from its default."""
-    pairs = [(k, v) for k in st.query_params for v in st.query_params.get_all(k)]
     base = (st.context.url or "").split("?")[0]
-    return f"{base}?{urlencode(pairs)}" if pairs else base or "?"
+    return f"{base}?{query()}" if query() else base or "?"
 
 
 def top(where) -> None:

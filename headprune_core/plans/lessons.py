@@ -25,21 +25,27 @@ and in the package (presets, :data:`PRESET_DIR`); one in the cache shadows a pre
 
 Reading never raises for one bad step: a step whose view cannot be read keeps its notes and says why
 (:attr:`Step.problem`); a file that cannot be read at all is a :class:`LessonError` naming the file.
+
+Writing (:func:`add_step`, :func:`save`, :func:`move_step`, :func:`drop_step`, :func:`delete`) goes to
+``<cache>/lessons`` through an atomic write, and never replaces another lesson unless asked (``replace=True``).
+Changing a shipped lesson saves the teacher's copy in the cache, which shadows it; the package is not touched.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from headprune_core.base.cache import cache_root
+from headprune_core.base.files import write_file_atomic
 
 PRESET_DIR = Path(__file__).with_name("lessons")
 MAX_BYTES = 256 * 1024  # a lesson is notes and links: a bigger file is not one
 PAGES = ("home", "importance", "prune", "retrain", "inspector", "task_affinity", "shared_heads", "findings", "runs",
-         "add_data")
+         "add_data", "lessons")
+LESSON_PARAMS = ("lesson", "step", "present")  # a lesson's position and the display, not the view's choices
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -87,7 +93,7 @@ def parse_view(text: str) -> tuple[str, tuple[tuple[str, str], ...], str]:
     parts = urlsplit(text.strip())
     page = parts.path.strip("/") or "home"
     params = tuple((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                   if k not in ("lesson", "step"))
+                   if k not in LESSON_PARAMS)
     if parts.scheme or parts.netloc:
         page = parts.path.strip("/") or "home"  # a full link pasted: keep its page and choices, not its host
     if page not in PAGES:
@@ -160,3 +166,100 @@ def available(cache: Path | None = None) -> tuple[dict[str, Lesson], list[str]]:
             except LessonError as err:
                 problems.append(str(err))
     return found, problems
+
+
+# --- writing -----------------------------------------------------------------------------------------------------
+
+def _line(text: str) -> str:
+    """One line of a heading or the front matter (newlines become spaces)."""
+    return " ".join(str(text).split())
+
+
+def render(lesson: Lesson) -> str:
+    """The lesson as its Markdown file (what :func:`parse` reads back)."""
+    lines = ["---", f"title: {_line(lesson.title)}", f"plan: {_line(lesson.plan)}"]
+    if lesson.description:
+        lines.append(f"description: {_line(lesson.description)}")
+    lines += ["---", ""]
+    for step in lesson.steps:
+        view = step.page + (f"?{step.query()}" if step.params else "")
+        lines += [f"## {_line(step.title)}", f"view: {view}", ""]
+        if step.notes.strip():
+            lines += [step.notes.strip(), ""]
+    return "\n".join(lines)
+
+
+def make_step(title: str, link: str, notes: str = "") -> Step:
+    """A step showing the view of ``link`` (a full "Copy link" address, or ``PAGE?CHOICES``), with ``notes``;
+    :class:`LessonError` when the page is not one of the dashboard's or a notes line would start a new step."""
+    page, params, problem = parse_view(link)
+    if problem:
+        raise LessonError(f"this view cannot be a step: {problem}")
+    bad = [line for line in notes.splitlines() if re.match(r"^## ", line)]
+    if bad:
+        raise LessonError(f"a notes line starts with '## ', which starts a new step ({bad[0]!r}): use '### '")
+    return Step(_line(title) or page, page, params, notes.strip())
+
+
+def lesson_path(name: str, cache: Path | None = None) -> Path:
+    """Where the teacher's lesson ``name`` is written; :class:`LessonError` for a name that is not a file name."""
+    if not NAME.match(name or ""):
+        raise LessonError(f"lesson name {name!r}: use letters, digits, - _ . (at most 64, no leading dot)")
+    return lessons_dir(cache) / f"{name}.md"
+
+
+def save(lesson: Lesson, cache: Path | None = None, *, replace_existing: bool = False) -> Path:
+    """Write ``lesson`` to ``<cache>/lessons/NAME.md`` atomically; :class:`LessonError` if a lesson of that name
+    is already in the cache and ``replace_existing`` is false, or if it has no step or is too big."""
+    path = lesson_path(lesson.name, cache)
+    if not lesson.steps:
+        raise LessonError(f"{path}: a lesson needs at least one step (delete the lesson instead)")
+    if path.exists() and not replace_existing:
+        raise LessonError(f"{path}: a lesson of this name exists; add to it, pick another name, or replace it")
+    text = render(lesson)
+    if len(text.encode("utf-8")) > MAX_BYTES:
+        raise LessonError(f"{path}: too big for a lesson (at most {MAX_BYTES // 1024} kB)")
+    return write_file_atomic(path, text)
+
+
+def add_step(name: str, step: Step, cache: Path | None = None, *, title: str = "", plan: str = "",
+             new: bool = False, replace_existing: bool = False) -> tuple[Lesson, Path]:
+    """Append ``step`` to lesson ``name`` (a new one with ``title`` and ``plan`` when ``new``; a shipped one is
+    saved as the cache's copy). Returns the lesson as written and its file."""
+    if new:
+        if name in available(cache)[0] and not replace_existing:
+            raise LessonError(f"lesson {name!r} exists; add to it, pick another name, or replace it")
+        lesson = Lesson(name, _line(title) or name, _line(plan), "", (step,))
+        return lesson, save(lesson, cache, replace_existing=True)
+    found = available(cache)[0]
+    if name not in found:
+        raise LessonError(f"no lesson {name!r} here (lessons: {', '.join(found) or 'none'})")
+    lesson = replace(found[name], steps=(*found[name].steps, step))
+    return lesson, save(lesson, cache, replace_existing=True)
+
+
+def move_step(lesson: Lesson, k: int, by: int) -> Lesson:
+    """The lesson with step ``k`` (1-based) moved ``by`` places (-1: up), kept within the lesson."""
+    steps = list(lesson.steps)
+    to = min(max(k - 1 + by, 0), len(steps) - 1)
+    steps.insert(to, steps.pop(k - 1))
+    return replace(lesson, steps=tuple(steps))
+
+
+def drop_step(lesson: Lesson, k: int) -> Lesson:
+    """The lesson without step ``k`` (1-based)."""
+    return replace(lesson, steps=lesson.steps[:k - 1] + lesson.steps[k:])
+
+
+def is_preset(lesson: Lesson) -> bool:
+    """Whether ``lesson`` was read from the package (a shipped lesson) rather than the cache."""
+    return bool(lesson.source) and Path(lesson.source).parent == PRESET_DIR
+
+
+def delete(name: str, cache: Path | None = None) -> Path:
+    """Delete the teacher's lesson ``name`` from the cache (a shipped one cannot be deleted)."""
+    path = lesson_path(name, cache)
+    if not path.exists():
+        raise LessonError(f"{path}: no such lesson in the cache (shipped lessons cannot be deleted)")
+    path.unlink()
+    return path

@@ -75,3 +75,75 @@ def test_a_hostile_lesson_says_what_is_wrong_and_runs_no_script(fixture_cache, t
     assert notes and all(not m.proto.allow_html for m in notes)
     captions = " ".join(c.value for c in at.caption)
     assert "big.md" in captions and "too big for a lesson" in captions  # listed in the sidebar, not raised
+
+
+def _private(fixture_cache, tmp_path):
+    """A cache of links to the fixture's results, with its own (empty) lessons folder."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for part in ("runs", "plans", "corpora"):
+        (cache / part).symlink_to(fixture_cache["root"] / part)
+    return cache
+
+
+def test_adding_views_to_a_lesson_then_reordering_and_deleting_on_the_lessons_page(fixture_cache, tmp_path,
+                                                                                      monkeypatch):
+    from headprune_core.plans.lessons import read
+
+    cache = _private(fixture_cache, tmp_path)
+    at = make_app(cache, monkeypatch)
+    at.query_params["lang"] = "de"
+    _ok(at)
+    at.switch_page("headprune_app/pages/importance.py")
+    _ok(at)
+    at.selectbox(key="lesson_add_to").set_value("\u2795 a new lesson")
+    at.text_input(key="lesson_add_name").set_value("mine")
+    at.text_input(key="lesson_add_title").set_value("My first lesson")
+    at.text_area(key="lesson_add_notes").set_value("Look at **layer 2**.")
+    _ok(at)
+    _click(at, "lesson_add")
+    path = cache / "lessons" / "mine.md"
+    first = read(path).steps[0]
+    assert (first.page, dict(first.params)["lang"], first.notes) == ("importance", "de", "Look at **layer 2**.")
+    assert any("Added as step 1 of **My first lesson**" in s.value for s in at.success)
+    # a second view, added to the existing lesson; a new lesson of the same name is not written without asking
+    at.switch_page("headprune_app/pages/prune.py")
+    _ok(at)
+    at.selectbox(key="lesson_add_to").set_value("mine")
+    at.text_input(key="lesson_add_step:prune").set_value("Taking heads away")
+    _ok(at)
+    _click(at, "lesson_add")
+    assert [s.page for s in read(path).steps] == ["importance", "prune"]
+    at.selectbox(key="lesson_add_to").set_value("\u2795 a new lesson")
+    _ok(at)
+    at.text_input(key="lesson_add_name").set_value("mine")
+    _ok(at)
+    assert at.checkbox(key="lesson_add_replace").value is False  # asked: replacing loses its 2 steps
+    _click(at, "lesson_add")
+    assert any("exists" in e.value for e in at.error) and len(read(path).steps) == 2
+    # the Lessons page: move step 2 up, then delete the (now) second step
+    at.switch_page("headprune_app/pages/lessons.py")
+    _ok(at)
+    at.selectbox(key="lessons_pick").set_value("mine")
+    _ok(at)
+    _click(at, "lesson_up_2")
+    assert [s.title for s in read(path).steps] == ["Taking heads away", "Head importance"]
+    _click(at, "lesson_drop_2")
+    assert [s.title for s in read(path).steps] == ["Taking heads away"]
+    assert next(b for b in at.button if b.key == "lesson_drop_1").disabled  # a lesson keeps one step
+    _click(at, "lesson_present")
+    assert "step 1 of 1" in _bar(at) and at.title[0].value == "Prune & evaluate"
+
+
+def test_a_student_in_class_mode_presents_lessons_but_cannot_write_them(fixture_cache, tmp_path, monkeypatch):
+    cache = _private(fixture_cache, tmp_path)
+    monkeypatch.setenv("HEADPRUNE_CLASS", "1")
+    at = make_app(cache, monkeypatch)
+    _ok(at)
+    at.switch_page("headprune_app/pages/lessons.py")
+    _ok(at)
+    keys = {b.key for b in at.button}
+    assert "lesson_open_1" in keys and "lesson_present" in keys
+    assert not {"lesson_add", "lesson_up_2", "lesson_down_1", "lesson_drop_1"} & keys
+    assert any("changing lessons is the teacher's" in c.value for c in at.caption)
+    assert not (cache / "lessons").exists()

@@ -77,3 +77,54 @@ def test_the_shipped_lesson_reads_cleanly():
     assert len(lesson.steps) == 8 and all(s.notes for s in lesson.steps)
     assert {s.page for s in lesson.steps} >= {"importance", "prune", "findings", "task_affinity"}
     assert any("findings preset" in s.notes for s in lesson.steps if s.page == "findings")
+
+
+def test_a_written_lesson_reads_back_the_same():
+    lesson = L.parse(GOOD, "two")
+    again = L.parse(L.render(lesson), "two")
+    assert (again.title, again.plan, again.steps) == (lesson.title, lesson.plan, lesson.steps)
+
+
+def test_adding_steps_writes_atomically_and_never_replaces_without_asking(tmp_path):
+    step = L.make_step("Heads in Dutch", "http://host:8501/importance?task=pos&lang=nl&present=true&step=3",
+                       "Look at layer 6.")
+    assert (step.page, step.params) == ("importance", (("task", "pos"), ("lang", "nl")))
+    lesson, path = L.add_step("mine", step, tmp_path, title="My lesson\nline two", plan="demo", new=True)
+    assert path == tmp_path / "lessons" / "mine.md" and L.read(path).title == "My lesson line two"
+    with pytest.raises(L.LessonError, match="exists; add to it"):  # a second new lesson of that name: asked first
+        L.add_step("mine", step, tmp_path, title="Other", new=True)
+    assert L.read(path).steps == (step,)
+    second = L.make_step("", "prune?k=3")
+    lesson, _ = L.add_step("mine", second, tmp_path)
+    assert [s.title for s in L.read(path).steps] == ["Heads in Dutch", "prune"]
+    L.add_step("mine", second, tmp_path, title="Fresh", new=True, replace_existing=True)
+    assert L.read(path).title == "Fresh" and len(L.read(path).steps) == 1
+    assert [p.name for p in path.parent.iterdir()] == ["mine.md"]  # no temp file left
+
+
+def test_a_shipped_lesson_changed_is_saved_as_the_caches_copy(tmp_path):
+    preset = L.available(tmp_path)[0]["attention-heads-across-languages"]
+    assert L.is_preset(preset)
+    moved = L.move_step(preset, 2, +1)
+    assert [s.title for s in moved.steps[:3]] == [preset.steps[0].title, preset.steps[2].title,
+                                                   preset.steps[1].title]
+    assert L.move_step(preset, 1, -1).steps == preset.steps  # kept within the lesson
+    path = L.save(L.drop_step(moved, 8), tmp_path, replace_existing=True)
+    mine = L.available(tmp_path)[0]["attention-heads-across-languages"]
+    assert not L.is_preset(mine) and len(mine.steps) == 7 and mine.source == str(path)
+    assert len(L.read(L.PRESET_DIR / "attention-heads-across-languages.md").steps) == 8  # the package untouched
+    L.delete("attention-heads-across-languages", tmp_path)
+    assert L.is_preset(L.available(tmp_path)[0]["attention-heads-across-languages"])
+    with pytest.raises(L.LessonError, match="shipped lessons cannot be deleted"):
+        L.delete("attention-heads-across-languages", tmp_path)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: L.make_step("t", "admin?x=1"), "unknown page 'admin'"),
+    (lambda: L.make_step("t", "home", "fine\n## a new step"), "starts a new step"),
+    (lambda: L.lesson_path("../etc/passwd"), "use letters, digits"),
+    (lambda: L.save(L.Lesson("empty", "t", "demo", "", ()), None), "at least one step"),
+])
+def test_bad_writes_say_what_is_wrong(call, message):
+    with pytest.raises(L.LessonError, match=message):
+        call()
