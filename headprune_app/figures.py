@@ -88,6 +88,18 @@ def presenting() -> bool:
     return st.query_params.get(PRESENT_KEY, "").lower() == "true"
 
 
+def focused() -> bool:
+    """Presentation mode, or a lesson's step: the view's main figure first, its prose folded away."""
+    return presenting() or bool(st.query_params.get("lesson"))
+
+
+def about():
+    """Where a view's prose goes (the model caveat, language notes, what the view shows): as it is, or, in
+    presentation mode and in a lesson step, folded into a collapsed "About this view" so that the main figure
+    comes right under the title (and the step's notes) on a projector."""
+    return st.expander("About this view", icon=":material/info:") if focused() else st.container()
+
+
 def show(fig: go.Figure, *, name: str, title: str, caption: str = "", key: str, show_caption: bool = True,
          **kwargs):
     """Draw ``fig`` (as ``st.plotly_chart``; its return value, e.g. a selection), its caption (unless

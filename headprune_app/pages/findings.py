@@ -2,12 +2,13 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, findings_view
+from headprune_app import cached, captions, figures, findings_view
 from headprune_app import selection as S
 
 sel: S.Selection = cached.selection()
 st.title("Findings")
-st.markdown(captions.FINDINGS)
+with figures.about():
+    st.markdown(captions.FINDINGS)
 if not cached.model_info(sel.model)["ready"] or not sel.langs:
     st.warning(captions.findings_unprepared(sel.model, sel.task))
     cached.offer_prepare()

@@ -10,11 +10,12 @@ sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
 
 st.title("Head importance")
-st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** {sel.method}"
-            f" · **normalisation:** {sel.normalize}{' + min-max' if sel.minmax else ''}")
-for note in S.language_notes(sel.task, sel.langs):
-    st.caption(note)
-st.caption(captions.IMPORTANCE)
+with figures.about():
+    st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** "
+                f"{sel.method} · **normalisation:** {sel.normalize}{' + min-max' if sel.minmax else ''}")
+    for note in S.language_notes(sel.task, sel.langs):
+        st.caption(note)
+    st.caption(captions.IMPORTANCE)
 cached.need_languages(sel)
 
 raws, maps, items = cached.guarded(cached.importance_maps, study, sel, what="Cannot find the head scores")

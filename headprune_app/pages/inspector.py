@@ -10,9 +10,10 @@ sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
 
 st.title("Head inspector")
-st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · fine-tuned on "
-            f"{'+'.join(sel.train_langs())}")
-st.caption(captions.INSPECTOR)
+with figures.about():
+    st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · fine-tuned on "
+                f"{'+'.join(sel.train_langs())}")
+    st.caption(captions.INSPECTOR)
 ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
 if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft)],
                             key="inspector"):

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, links, state
+from headprune_app import cached, captions, charts, figures, links, state
 from headprune_app import prune_view as V
 from headprune_app import selection as S
 from headprune_core.methods.uncertainty import describe_ci, describe_diff
@@ -11,11 +11,12 @@ sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
 
 st.title("Prune & evaluate")
-st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **evaluated on** "
-            f"{S.lang_label(sel.lang)} · fine-tuned on {'+'.join(sel.train_langs())}")
-for note in S.language_notes(sel.task, [sel.lang]):
-    st.caption(note)
-st.caption(captions.PRUNE)
+with figures.about():
+    st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **evaluated on** "
+                f"{S.lang_label(sel.lang)} · fine-tuned on {'+'.join(sel.train_langs())}")
+    for note in S.language_notes(sel.task, [sel.lang]):
+        st.caption(note)
+    st.caption(captions.PRUNE)
 cached.need_languages(sel)
 
 ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")

@@ -12,9 +12,10 @@ sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
 
 st.title("Prune & retrain")
-st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · {sel.setting}-lingual · "
-            f"fine-tuned on {'+'.join(sel.train_langs())}")
-st.caption(captions.RETRAIN)
+with figures.about():
+    st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · {sel.setting}-lingual"
+                f" · fine-tuned on {'+'.join(sel.train_langs())}")
+    st.caption(captions.RETRAIN)
 cached.need_languages(sel)
 
 found = cached.guarded(retrain_view.results, study, sel.task, what="Cannot list the re-fine-tunings")

@@ -4,13 +4,14 @@ He & Choi 2021), and how much the top sets overlap."""
 import streamlit as st
 
 from headprune_app import affinity_view as V
-from headprune_app import cached, captions, links, shared_view
+from headprune_app import cached, captions, figures, links, shared_view
 from headprune_app import selection as S
 from headprune_core.multitask.affinity import shared_heads
 
 st.title("Shared heads")
-st.markdown(captions.SHARED)
-st.caption(captions.SHARED_PAPER)
+with figures.about():
+    st.markdown(captions.SHARED)
+    st.caption(captions.SHARED_PAPER)
 
 c1, c2 = st.columns([2, 3])
 GROUPS = {"tasks": "tasks (GradTS plan)", "languages": "languages (sidebar choices)"}

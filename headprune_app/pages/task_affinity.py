@@ -12,8 +12,9 @@ from headprune_core.multitask.affinity import rank_auxiliary, select_threshold
 from headprune_core.multitask.gradts import validation_table
 
 st.title("Task affinity (GradTS)")
-st.markdown(captions.AFFINITY)
-st.caption(captions.AFFINITY_PAPER)
+with figures.about():
+    st.markdown(captions.AFFINITY)
+    st.caption(captions.AFFINITY_PAPER)
 
 c1, c2, c3 = st.columns([3, 2, 2])
 plan = V.pick_plan(c1, c2, key="gradts")

@@ -147,3 +147,24 @@ def test_a_student_in_class_mode_presents_lessons_but_cannot_write_them(fixture_
     assert not {"lesson_add", "lesson_up_2", "lesson_down_1", "lesson_drop_1"} & keys
     assert any("changing lessons is the teacher's" in c.value for c in at.caption)
     assert not (cache / "lessons").exists()
+
+
+def test_in_a_lesson_step_and_presenting_the_prose_folds_under_the_figure(fixture_cache, monkeypatch):
+    def about(at):
+        return [e for e in at.expander if e.label == "About this view"]
+
+    at = make_app(fixture_cache["root"], monkeypatch)
+    _ok(at)
+    at.switch_page("headprune_app/pages/importance.py")
+    _ok(at)
+    assert about(at) == [] and any("Task:" in m.value for m in at.main.markdown)  # the prose as it is
+    at.query_params["present"] = "true"
+    at.session_state["present"] = True
+    _ok(at)
+    folded = about(at)
+    assert len(folded) == 1 and any("Task:" in m.value for m in folded[0].markdown)
+    del at.query_params["present"]
+    at.session_state["present"] = False
+    at.query_params["lesson"], at.query_params["step"] = LESSON, "2"
+    _ok(at)
+    assert "step 2 of 8" in _bar(at) and len(about(at)) == 1
