@@ -18,7 +18,9 @@ killed is removed by ``cache gc`` or the next import, never while its import run
 
 The manifest also carries the plan and the GradTS plans it names, unless they are presets (every installation has
 those), so the laptop's pages list the plan without its file being copied by hand. They are checked like plan
-files, and saved in ``<cache>/plans`` only where no plan of that name is: a plan file already there is kept.
+files, and saved in ``<cache>/plans`` only where no plan of that name is: a plan file already there is kept. So do the
+teacher's lessons of the plan (``<cache>/lessons``, :mod:`~headprune_core.plans.lessons`; shipped ones travel with
+every installation): each is read as a lesson file is, and saved where no lesson of that name is.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from headprune_core.base.files import atomic_file, check_name, key_lock, remove_
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GRADTS_PRESETS, GradTSPlan, find_gradts_plan
 from headprune_core.multitask.plan import plans_dir as gradts_plans_dir
+from headprune_core.plans import lessons as L
 from headprune_core.plans.plan import StudyPlan, plan_jobs
 from headprune_core.plans.presets import PRESETS, plans_dir
 from headprune_core.runs.config import CONFIG_KINDS, RunConfig, config_from_dict, nested_configs
@@ -163,6 +166,7 @@ def export_bundle(plan: StudyPlan, out: str | Path, *, with_weights: bool = Fals
     manifest = {"format": FORMAT, "version": VERSION, "plan": plan.name, "model": plan.model,
                 "created": time.time(), "with_weights": with_weights, "missing": missing,
                 "weights_left_out": left_out, "plans": plans_of(plan),
+                "lessons": lessons_of(plan, recorder.root.parent),
                 "entries": [{k: e[k] for k in ("kind", "key", "files")} for e in entries]}
     with atomic_file(out) as tmp, tarfile.open(tmp, "w:gz") as tar:
         _add(tar, MANIFEST, io.BytesIO(json.dumps(manifest, indent=1).encode()), None)  # first: see is_bundle
@@ -332,7 +336,7 @@ class Imported:
     added: int
     kept: int  # valid entries already in the cache (never overwritten)
     bytes: int
-    plans: list[str]  # one line per plan the bundle carried: saved, already here, or kept as it was here
+    plans: list[str]  # one line per plan or lesson the bundle carried: saved, already here, or kept as it was here
 
 
 def check_plans(data: Any) -> list[tuple[str, str, dict]]:
@@ -380,6 +384,46 @@ def _save_plans(plans: list[tuple[str, str, dict]], cache: Path) -> list[str]:
     return lines
 
 
+def lessons_of(plan: StudyPlan, cache: Path) -> dict[str, str]:
+    """The text of each of the teacher's lessons (in ``cache``) that needs ``plan``, by name."""
+    found, _ = L.available(cache)
+    return {name: Path(lesson.source).read_text(encoding="utf-8") for name, lesson in found.items()
+            if lesson.plan == plan.name and not L.is_preset(lesson)}
+
+
+def check_lessons(data: Any) -> dict[str, str]:
+    """The lessons a manifest carries, each read as a lesson file is; a :class:`BundleError` for one that is not."""
+    if not data:
+        return {}
+    if not isinstance(data, dict):
+        raise BundleError(f"{MANIFEST}: 'lessons' is not a table of lesson files")
+    for name, text in data.items():
+        where = f"{MANIFEST}: lesson {str(name)[:64]!r}"
+        if not isinstance(text, str) or len(text.encode("utf-8")) > L.MAX_BYTES:
+            raise BundleError(f"{where} is not a lesson file (text of at most {L.MAX_BYTES // 1024} kB)")
+        try:
+            L.lesson_path(name)
+            L.parse(text, name)
+        except L.LessonError as err:
+            raise BundleError(f"{where}: {err}") from None
+    return data
+
+
+def _save_lessons(lessons: dict[str, str], cache: Path) -> list[str]:
+    """Save the checked lessons in ``<cache>/lessons`` where no lesson of that name is (one there is kept)."""
+    lines = []
+    for name, text in lessons.items():
+        path = L.lesson_path(name, cache)
+        if path.exists():
+            same = path.read_text(encoding="utf-8", errors="replace") == text
+            lines.append(f"lesson {name}: already here" if same else
+                         f"lesson {name}: {path} holds another lesson of that name; it was kept")
+            continue
+        write_file_atomic(path, text)
+        lines.append(f"lesson {name}: saved as {path}")
+    return lines
+
+
 def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
     """Check the bundle ``path`` wholly, then move each of its entries into ``store``'s cache (atomic per entry;
     a valid entry already there is kept). Raises :class:`BundleError`, naming ``path``, before anything lands."""
@@ -394,6 +438,7 @@ def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
             cfgs = [(_check_entry_folder(staging / "runs" / e["kind"] / e["key"], e["kind"], e["key"], expected), e)
                     for e in manifest["entries"]]
             plans = check_plans(manifest.get("plans"))
+            lessons = check_lessons(manifest.get("lessons"))
         except BundleError as err:
             raise BundleError(f"{path}: {err}; nothing was imported") from None
         added = kept = 0
@@ -409,7 +454,8 @@ def import_bundle(path: str | Path, store: Store | None = None) -> Imported:
                 (staging / "runs" / e["kind"] / e["key"]).replace(dest)
                 added += 1
         total = sum(b for b, _ in expected.values())
-        return Imported(len(cfgs), added, kept, total, _save_plans(plans, store.root.parent))
+        lines = _save_plans(plans, store.root.parent) + _save_lessons(lessons, store.root.parent)
+        return Imported(len(cfgs), added, kept, total, lines)
 
 
 def _unpack(path: Path, staging: Path) -> tuple[dict, dict[str, tuple[int, str]]]:

@@ -121,6 +121,30 @@ def test_the_plan_travels_with_its_results(fixture_cache, bundles, tmp_path, mon
     assert import_bundle(bundles["plain"], Store(dest / "runs")).plans == ["plan fixture: already here"]
 
 
+LESSON = "---\ntitle: Heads of the fixture\nplan: fixture\n---\n\n## Heads\nview: importance?lang=de\n\nLook.\n"
+
+
+def test_the_teachers_lessons_of_the_plan_travel_with_its_results(fixture_cache, tmp_path, monkeypatch):
+    """A lesson for the plan goes into the bundle (one for another plan does not); on import it is saved where
+    no lesson of that name is, and one already there is kept."""
+    source = copy_cache(fixture_cache, tmp_path / "box", runs=True)
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(source))
+    (source / "lessons").mkdir()
+    (source / "lessons" / "heads.md").write_text(LESSON)
+    (source / "lessons" / "other.md").write_text(LESSON.replace("plan: fixture", "plan: demo"))
+    out = export_bundle(fixture_cache["plan"], tmp_path / "b.tar.gz", store=Store(source / "runs"), device="cpu")
+    manifest, _ = _read(out.path)
+    assert manifest["lessons"] == {"heads": LESSON}
+    laptop = tmp_path / "laptop"
+    done = import_bundle(out.path, Store(laptop / "runs"))
+    assert (laptop / "lessons" / "heads.md").read_text() == LESSON
+    assert f"lesson heads: saved as {laptop / 'lessons' / 'heads.md'}" in done.plans
+    (laptop / "lessons" / "heads.md").write_text(LESSON.replace("Look.", "Mine."))
+    again = import_bundle(out.path, Store(laptop / "runs"))
+    assert "lesson heads: " in " ".join(again.plans) and "it was kept" in " ".join(again.plans)
+    assert "Mine." in (laptop / "lessons" / "heads.md").read_text()
+
+
 # --- malicious bundles --------------------------------------------------------------------------------------------
 
 def _read(path: Path) -> tuple[dict, dict[str, bytes]]:
@@ -241,6 +265,12 @@ def _evil(case: str, manifest: dict, files: dict[str, bytes]):
     elif case == "plan-unknown-field":
         manifest["plans"]["study"]["command"] = "rm -rf ~"
         msg = r"a plan it carries is unreadable: .*unknown plan fields \['command'\]"
+    elif case == "lesson-name-traversal":
+        manifest["lessons"] = {"../../../../evil": LESSON}
+        msg = "lesson '../../../../evil': lesson name"
+    elif case == "lesson-not-a-lesson":
+        manifest["lessons"] = {"big": "x" * (300 * 1024)}
+        msg = "lesson 'big' is not a lesson file"
     else:
         raise ValueError(case)
     return manifest, files, extra, msg
@@ -248,7 +278,7 @@ def _evil(case: str, manifest: dict, files: dict[str, bytes]):
 
 CASES = ["traversal", "absolute", "symlink", "hardlink", "folder", "unlisted-file", "pickle", "object-npy",
          "hash-mismatch", "config-not-its-key", "key-mismatch", "unknown-kind", "no-manifest", "listed-but-absent",
-         "plan-name-traversal", "plan-unknown-field"]
+         "plan-name-traversal", "plan-unknown-field", "lesson-name-traversal", "lesson-not-a-lesson"]
 
 
 @pytest.mark.parametrize("case", CASES)
