@@ -56,10 +56,9 @@ def run_job(payload: dict) -> dict:
     Torch gets as many threads as the task has CPUs. A marker in the sweep's ``running/`` folder says which
     worker holds the job and counts attempts (a killed worker leaves it; its retry counts on)."""
     os.environ["HEADPRUNE_CACHE"] = payload["cache"]  # models, registered corpora: the sweep's cache folder
-    try:
+    cpus = None
+    if ray.is_initialized():  # outside Ray (tests call it directly), asking would start or join a cluster
         cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
-    except Exception:  # noqa: BLE001 -- outside Ray (tests call it directly)
-        cpus = None
     if cpus:
         torch.set_num_threads(max(1, int(cpus)))
     kind, key = payload["kind"], payload["key"]
