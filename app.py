@@ -13,11 +13,11 @@ from pathlib import Path
 import streamlit as st
 
 from headprune_app import cached, figures, lessons_view, links, roles, timing
-from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
 from headprune_core.data.refs import names_task
 from headprune_core.encoders.models import EMBEDDED
+from headprune_core.plans import selection as S
 from headprune_core.plans.presets import available_plans
 
 st.set_page_config(page_title="headprune", page_icon=":material/content_cut:", layout="wide")

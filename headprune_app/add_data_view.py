@@ -15,7 +15,6 @@ import pandas as pd
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, roles
-from headprune_app import selection as S
 from headprune_core.base.cache import cache_root
 from headprune_core.base.files import safe_filename, write_file_atomic
 from headprune_core.data.loading import load_local
@@ -25,6 +24,7 @@ from headprune_core.data.registry import registered
 from headprune_core.data.user import register
 from headprune_core.encoders.models import load_tokenizer
 from headprune_core.methods.importance import normalise
+from headprune_core.plans import selection as S
 from headprune_core.runs.config import FinetuneConfig
 
 MAX_UPLOAD_MB = 50  # .streamlit/config.toml server.maxUploadSize

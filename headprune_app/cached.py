@@ -27,7 +27,6 @@ import streamlit as st
 import torch
 
 from headprune_app import roles
-from headprune_app import selection as S
 from headprune_app.compute_queue import AlreadyQueued, ComputeQueue, slots_from_env, waiting_text
 from headprune_core.base.cache import cache_root
 from headprune_core.base.progress import TimeCapExceeded, time_cap
@@ -41,6 +40,7 @@ from headprune_core.encoders.speed import measure_speed
 from headprune_core.methods.evaluate import strategy_mask
 from headprune_core.methods.importance import normalise
 from headprune_core.methods.similarity import spearman_chance_band, spearman_matrix
+from headprune_core.plans import selection as S
 from headprune_core.plans.plan import plan_jobs
 from headprune_core.plans.progress import running_sweeps
 from headprune_core.runs.config import RunConfig

@@ -10,7 +10,6 @@ import pandas as pd
 import streamlit as st
 
 from headprune_app import cached, captions, roles
-from headprune_app import selection as S
 from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
@@ -25,6 +24,7 @@ from headprune_core.findings.cards import (
 )
 from headprune_core.findings.plan import findings_plan
 from headprune_core.findings.report import family_text, report_html, report_markdown, report_title, summary_rows
+from headprune_core.plans import selection as S
 from headprune_core.runs.estimate import describe_estimate
 
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), SMALLER: ("violet", ":material/trending_down:"),

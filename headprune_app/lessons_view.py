@@ -13,9 +13,11 @@ import streamlit as st
 from headprune_app import cached, figures, links, roles
 from headprune_core.plans import lessons as L
 from headprune_core.plans.lessons import Lesson, available
+from headprune_core.plans.presets import available_plans
 
 PAGE_FILES = {p: f"headprune_app/pages/{p}.py" for p in L.PAGES}
 AT = "_lesson_at"  # (lesson, step) this session last switched to
+PENDING = "_lesson_pending"  # (lesson, step) asked for by a button drawn after the sidebar
 PARAMS = ("lesson", "step")
 
 
@@ -48,7 +50,10 @@ def go(lesson: Lesson, k: int) -> None:
     step = lesson.steps[k - 1]
     st.session_state[AT] = (lesson.name, k)
     params: dict[str, list[str]] = {}
-    for key, value in step.params:
+    chosen = list(step.params)
+    if lesson.plan and "plan" not in dict(chosen) and plan_problem(lesson) is None:
+        chosen.insert(0, ("plan", lesson.plan))  # the lesson's plan, unless the step names its own
+    for key, value in chosen:
         if _bound_here(key):  # a widget of this page holds it: set the widget's value, not the URL
             st.session_state[key] = _like(st.session_state.get(key), value)
             continue
@@ -61,6 +66,16 @@ def go(lesson: Lesson, k: int) -> None:
     page = PAGE_FILES["home" if step.problem else step.page]
     st.switch_page(page, query_params={key: values if len(values) > 1 else values[0]
                                        for key, values in params.items()})
+
+
+def plan_problem(lesson: Lesson) -> str | None:
+    """Why this server cannot show the lesson's plan (not here, or its model not prepared); None when it can."""
+    plans, _ = available_plans()
+    if lesson.plan not in plans:
+        return f"its plan {lesson.plan!r} is not on this server"
+    if not cached.model_info(plans[lesson.plan].model)["ready"]:
+        return f"the model of its plan {lesson.plan!r} ({plans[lesson.plan].model}) is not prepared here"
+    return None
 
 
 def _bound_here(key: str) -> bool:
@@ -87,9 +102,20 @@ def _like(current, text: str):
     return text
 
 
+def start(lesson: Lesson, k: int) -> None:
+    """Open step ``k`` from a button drawn after the sidebar (the picker, the Lessons page): on the next run,
+    before any widget is drawn, as only then can the step's choices be set."""
+    st.session_state[PENDING] = (lesson.name, k)
+    st.rerun()
+
+
 def follow(page_name: str) -> tuple[Lesson, int] | None:
-    """At the start of a run: the lesson step the URL names; when the session arrives at a new step (a link, or
-    Back / Next) on another page than the step's, switch there."""
+    """At the start of a run: a step asked for by :func:`start`, or the lesson step the URL names; when the
+    session arrives at a new step (a link, or Back / Next) on another page than the step's, or by a link without
+    the step's choices, switch there with them."""
+    pending = st.session_state.pop(PENDING, None)
+    if pending is not None and pending[0] in lessons()[0]:
+        go(lessons()[0][pending[0]], pending[1])
     at = current()
     if at is None:
         st.session_state.pop(AT, None)
@@ -98,7 +124,9 @@ def follow(page_name: str) -> tuple[Lesson, int] | None:
     if st.session_state.get(AT) != (lesson.name, k):
         step = lesson.steps[k - 1]
         st.session_state[AT] = (lesson.name, k)
-        if not step.problem and step.page != page_name:
+        # a link on another page, or one that lacks some of the step's choices (typed by hand): apply the step
+        lacking = [key for key, _ in step.params if key not in st.query_params]
+        if not step.problem and (step.page != page_name or lacking or (lesson.plan and "plan" not in st.query_params)):
             go(lesson, k)
     return at
 
@@ -111,6 +139,11 @@ def bar(where, lesson: Lesson, k: int) -> None:
         st.markdown(f":material/school: **{lesson.title}**: step {k} of {n}: **{step.title}**")
         if step.problem:
             st.warning(f"Lesson {lesson.name}, step {k}: this view cannot be shown here: {step.problem}.")
+        shown = st.session_state.get("plan")
+        if lesson.plan and shown and shown != lesson.plan and "plan" not in dict(step.params):
+            why = plan_problem(lesson) or "the sidebar shows another plan"
+            st.caption(f":orange[This lesson is written for plan **{lesson.plan}**, but {why}: showing plan "
+                       f"**{shown}**.]")
         if step.notes:
             st.markdown(step.notes)
         back, nxt, end = st.columns([1, 1, 4])
@@ -135,7 +168,7 @@ def picker() -> None:
         names = list(found)
         pick = st.selectbox("Lesson", names, format_func=lambda n: found[n].title, key="lesson_pick")
         if pick and st.button("Start the lesson", key="lesson_start"):
-            go(found[pick], 1)
+            start(found[pick], 1)
         for problem in problems:
             st.caption(f":orange[{problem}]")
 
@@ -189,7 +222,7 @@ def step_row(lesson: Lesson, k: int, *, editable: bool) -> None:
         if step.problem:
             text.caption(f":orange[Lesson {lesson.name}, step {k}: {step.problem}]")
         if buttons[0].button("Open", key=f"lesson_open_{k}", help="Present the lesson from this step"):
-            go(lesson, k)
+            start(lesson, k)
         if not editable:
             return
         n = len(lesson.steps)

@@ -11,11 +11,11 @@ import numpy as np
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, links, roles, state
-from headprune_app import selection as S
 from headprune_core.base.choices import LAYER_PARTS
 from headprune_core.base.choices import STRATEGIES as CORE_STRATEGIES
 from headprune_core.base.files import safe_filename
 from headprune_core.methods.uncertainty import describe_ci, describe_diff, diff_text, paired_bootstrap
+from headprune_core.plans import selection as S
 from headprune_core.runs.config import l0_pairs
 
 STRATEGIES = (*CORE_STRATEGIES[:-1], "learned", CORE_STRATEGIES[-1])

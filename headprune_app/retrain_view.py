@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from headprune_app import cached
-from headprune_app import selection as S
 from headprune_core.findings.cards import FAMILIES
 from headprune_core.methods.uncertainty import ci_text, diff_text
+from headprune_core.plans import selection as S
 from headprune_core.plans.presets import FINDINGS_RETRAIN
 from headprune_core.runs.config import RefinetuneConfig, config_from_dict
 from headprune_core.runs.study import Study

@@ -6,8 +6,8 @@ import streamlit as st
 
 from headprune_app import add_data_view as V
 from headprune_app import cached, captions, roles
-from headprune_app import selection as S
 from headprune_core.data.formats import FORMATS
+from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
 

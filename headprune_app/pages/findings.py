@@ -3,7 +3,7 @@
 import streamlit as st
 
 from headprune_app import cached, captions, figures, findings_view
-from headprune_app import selection as S
+from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
 st.title("Findings")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from headprune_app import cached, captions, charts, roles
-from headprune_app import selection as S
+from headprune_core.plans import selection as S
 from headprune_core.plans.progress import running_sweeps
 
 sel: S.Selection = cached.selection()

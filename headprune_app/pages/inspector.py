@@ -3,8 +3,8 @@
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, state
-from headprune_app import selection as S
 from headprune_core.encoders.inspector import split_words
+from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)

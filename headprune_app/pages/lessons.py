@@ -26,7 +26,7 @@ if lesson.description:
     st.markdown(lesson.description)
 start, download, _ = st.columns([1, 1, 3])
 if start.button("Present it", type="primary", icon=":material/school:", key="lesson_present"):
-    lessons_view.go(lesson, 1)
+    lessons_view.start(lesson, 1)
 download.download_button("The lesson file", L.render(lesson), file_name=f"{name}.md", mime="text/markdown",
                          icon=":material/download:", key="lesson_file")
 editable = roles.is_teacher()

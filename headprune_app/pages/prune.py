@@ -4,8 +4,8 @@ import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, links, state
 from headprune_app import prune_view as V
-from headprune_app import selection as S
 from headprune_core.methods.uncertainty import describe_ci, describe_diff
+from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)

@@ -4,8 +4,8 @@ language against the unpruned model, with intervals."""
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, retrain_view, roles
-from headprune_app import selection as S
 from headprune_core.base.choices import RETRAIN_STRATEGIES
+from headprune_core.plans import selection as S
 from headprune_core.runs.jobs import study_jobs
 
 sel: S.Selection = cached.selection()

@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from headprune_app import cached, roles, runs_view
-from headprune_app import selection as S
+from headprune_core.plans import selection as S
 from headprune_core.plans.presets import available_plans
 
 sel: S.Selection = cached.selection()

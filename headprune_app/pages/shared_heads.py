@@ -5,8 +5,8 @@ import streamlit as st
 
 from headprune_app import affinity_view as V
 from headprune_app import cached, captions, figures, links, shared_view
-from headprune_app import selection as S
 from headprune_core.multitask.affinity import shared_heads
+from headprune_core.plans import selection as S
 
 st.title("Shared heads")
 with figures.about():

@@ -222,11 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", parents=[CACHE],
                        help="write a report to hand out: every Findings card with its numbers, "
                             "intervals, verdict, rule and protocol (HTML with interactive charts, or "
-                            "Markdown); never computes")
-    p.add_argument("what", type=one_of(("findings",), "report"), help="what to report: findings")
-    p.add_argument("plan", nargs="?", default="demo",
-                   help="the plan whose findings to report (default: demo, whose findings are the findings preset)")
-    p.add_argument("--out", default=None, help="the file to write (default: findings.html or findings.md here)")
+                            "Markdown), or a lesson's handout (each step's notes and figure, HTML); never computes")
+    p.add_argument("what", type=one_of(("findings", "lesson"), "report"),
+                   help="what to report: findings, or lesson NAME (a lesson's handout)")
+    p.add_argument("plan", nargs="?", default=None,
+                   help="findings: the plan whose findings to report (default: demo, whose findings are the "
+                        "findings preset); lesson: the lesson's name (the Lessons page lists them)")
+    p.add_argument("--out", default=None,
+                   help="the file to write (default: findings.html or findings.md, or NAME.html, here)")
     p.add_argument("--format", default="html", type=one_of(("html", "md"), "format"),
                    help="html (default: one self-contained file, opens offline) or md")
     p.add_argument("--draws", type=count_arg, default=1000,

@@ -17,7 +17,7 @@ from headprune_core.plans.presets import find_plan
 
 
 def _findings(args) -> Findings:
-    plan = find_plan(args.plan)
+    plan = find_plan(args.plan or "demo")
     if args.model:
         plan = replace(plan, model=args.model)
     study = plan.study(device=args.device)
@@ -154,6 +154,8 @@ def card_text(card: Card, width: int = 110) -> str:
 
 
 def cmd_report(args) -> int:
+    if args.what == "lesson":
+        return _lesson_handout(args)
     found = _findings(args)
     title, intro = report_title(found)
     from headprune_core.findings.staged import read_staged
@@ -161,4 +163,26 @@ def cmd_report(args) -> int:
     out = write_report(cards, args.out or f"findings.{args.format}", fmt=args.format, title=title,
                        intro=intro)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {args.format})")
+    return 0
+
+
+def _lesson_handout(args) -> int:
+    """``headprune report lesson NAME``: the lesson's handout (HTML: each step's notes and figure, offline)."""
+    from headprune_core.findings.handout import write_handout
+    from headprune_core.plans.lessons import available
+
+    found, problems = available()
+    if not args.plan or args.plan not in found:
+        known = ", ".join(found) or "none"
+        raise KeyError(f"no lesson {args.plan!r} here (lessons: {known})"
+                       + (f"; unreadable: {'; '.join(problems)}" if problems else ""))
+    if args.format != "html":
+        raise ValueError("a lesson's handout is HTML (its figures are charts): drop --format md")
+    lesson = found[args.plan]
+    plan = find_plan(lesson.plan or "demo")
+    if args.model:
+        plan = replace(plan, model=args.model)
+    out = write_handout(lesson, args.out or f"{lesson.name}.html", plan=plan,
+                        study=plan.study(device=args.device, progress=False), draws=args.draws)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {len(lesson.steps)} steps of {lesson.title}")
     return 0

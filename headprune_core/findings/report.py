@@ -103,7 +103,7 @@ def _e(text) -> str:
     return html.escape(str(text))
 
 
-def _table_html(rows: list[dict], *, link: str = "") -> str:
+def table_html(rows: list[dict], *, link: str = "") -> str:
     """A table; with ``link``, that column's cells link to ``#card-<value>``."""
     if not rows:
         return ""
@@ -181,7 +181,7 @@ def _card_html(card: Card, figure_id: str) -> str:
         parts += [f"<p class='note'>{_e(n)}</p>" for n in card.notes]
         if figure_id:
             parts.append(f'<div class="chart" id="{figure_id}"></div>')
-        parts.append(_table_html(card.rows))
+        parts.append(table_html(card.rows))
     parts.append(f"<p><b>Rule.</b> {_e(card.rule)}</p>")
     if card.calibration is not None:
         parts.append(f"<p><b>How often this rule is wrong.</b> {_e(calibration_line(card.calibration))}</p>")
@@ -205,7 +205,7 @@ th { background: #f6f8fa; }
 """
 
 
-def _safe_json(value) -> str:
+def safe_json(value) -> str:
     """JSON for an inline ``<script>``: no ``</`` can close the tag early."""
     return json.dumps(value).replace("</", "<\\/")
 
@@ -224,9 +224,9 @@ def report_html(cards: list[Card], *, title: str, intro: str = "", created: date
     fam = family(cards)
     body = [f"<h1>{_e(title)}</h1>", f"<p>{_e(intro)}</p>" if intro else "",
             f"<p>{len(cards)} cards: {_e(count_text)}. Written {created:%Y-%m-%d %H:%M} UTC by headprune.</p>",
-            _table_html(summary_rows(cards, fam), link="card"), f"<p class='note'>{_e(family_text(fam))}</p>",
+            table_html(summary_rows(cards, fam), link="card"), f"<p class='note'>{_e(family_text(fam))}</p>",
             *(_card_html(c, fid) for c, fid in zip(cards, ids))]
-    script = ("const FIGURES = " + _safe_json(figures) + ";\n"
+    script = ("const FIGURES = " + safe_json(figures) + ";\n"
               "for (const [id, fig] of Object.entries(FIGURES)) {\n"
               "  Plotly.newPlot(id, fig.data, fig.layout, {responsive: true, displaylogo: false});\n}\n")
     plotly = plotly_js() if figures else ""

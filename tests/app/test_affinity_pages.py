@@ -57,7 +57,7 @@ def gradts_cache(fixture_cache, tmp_path_factory) -> dict:
 
 
 def selection(fixture_cache):
-    from headprune_app.selection import Selection
+    from headprune_core.plans.selection import Selection
     return Selection(plan=fixture_cache["plan"], model=fixture_cache["model"], task="pos", setting="cross",
                      source="en", langs=("en", "de", "es"), lang="en", method="gate_grad", normalize="layer_sum")
 

@@ -12,11 +12,7 @@ from tests.helpers import browser
 
 ARTIFACTS = Path(os.environ.get("HEADPRUNE_ARTIFACTS", browser.REPO / "artifacts")) / "browser"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(browser.CHROMIUM).exists(),
-                       reason=f"no Chromium at {browser.CHROMIUM} (apt-get install chromium; .ci/run installs it)"),
-]
+pytestmark = browser.browser_marks()
 
 
 @pytest.fixture(scope="module")
@@ -132,13 +128,8 @@ def test_findings_report_opens_from_disk_offline(tmp_path):
 
     cards = constructed_cards()
     out = write_report(cards, tmp_path / "findings.html", fmt="html", title="Findings (test)")
-    errors, requests = [], []
-    with browser.browser_page() as page:
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()
-                                          if route.request.url.startswith("file://") else route.abort()))
-        page.goto(out.as_uri())
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length > 0")
+    ready = "document.querySelectorAll('.chart .main-svg').length > 0"
+    with browser.offline_page(out, ready) as (page, errors, requests):
         drawn = page.locator(".chart.js-plotly-plot").count()
         ids = page.locator("section.card").evaluate_all("els => els.map(e => e.id)")
         text = page.locator("body").inner_text()

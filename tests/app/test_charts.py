@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from headprune_app import charts
-from headprune_app import selection as S
 from headprune_core.methods.similarity import cluster_order
+from headprune_core.plans import selection as S
 from headprune_core.plans.plan import StudyPlan
 from headprune_core.plans.presets import PRESETS, available_plans, find_plan
 

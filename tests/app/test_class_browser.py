@@ -9,18 +9,12 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-
 from tests.helpers import browser
 
 ARTIFACTS = Path(os.environ.get("HEADPRUNE_ARTIFACTS", browser.REPO / "artifacts")) / "browser"
 KEY = "a key for the class"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(browser.CHROMIUM).exists(),
-                       reason=f"no Chromium at {browser.CHROMIUM} (apt-get install chromium; .ci/run installs it)"),
-]
+pytestmark = browser.browser_marks()
 
 
 def _forget_all_pruned(cache: Path, fixture_model: str) -> None:

@@ -4,7 +4,7 @@ still opens (the label is read as its value)."""
 
 from __future__ import annotations
 
-from headprune_app import selection as S
+from headprune_core.plans import selection as S
 from tests.helpers.app import make_app
 
 LINK_NOTE = "The link's"

@@ -343,7 +343,7 @@ def test_learned_strategy_offers_the_l0_run_then_prunes_by_its_gates(fixture_cac
     metric_value(at, "accuracy, 6 of 12")
     # the mask is the set learned pruning removed (the gates' own result, read from the cache)
     study = Study(fixture_cache["model"], store=Store(root / "runs"), progress=False)
-    from headprune_app.selection import finetune_config
+    from headprune_core.plans.selection import finetune_config
     learned = study.learned(prune_view.learned_config(finetune_config(study, at.session_state["selection"]), 0.5))
     assert at.session_state[MASK_KEY].mask().tolist() == learned.kept.astype(int).tolist()
     assert "lowest learned gates" in at.session_state[MASK_KEY].label

@@ -24,7 +24,31 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-b
                  "--disable-dev-shm-usage", "--disable-extensions", "--no-first-run", "--mute-audio"]
 PAGES = {"home": "", "importance": "importance", "prune": "prune", "retrain": "retrain", "inspector": "inspector",
          "findings": "findings",
-         "task_affinity": "task_affinity", "shared_heads": "shared_heads", "runs": "runs", "add_data": "add_data"}
+         "task_affinity": "task_affinity", "shared_heads": "shared_heads", "runs": "runs", "add_data": "add_data",
+         "lessons": "lessons"}
+
+
+def browser_marks() -> list:
+    """The marks of a test file that drives Chromium: ``browser``, and skipped (with why) where it is absent."""
+    import pytest
+
+    return [pytest.mark.browser,
+            pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                               reason=f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run installs it)")]
+
+
+@contextlib.contextmanager
+def offline_page(path: Path, ready_js: str) -> Iterator[tuple[object, list[str], list[str]]]:
+    """A file opened in Chromium with every request but ``file://`` refused, once ``ready_js`` holds; yields
+    (page, page errors, requested URLs)."""
+    errors, requests = [], []
+    with browser_page() as page:
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()
+                                          if route.request.url.startswith("file://") else route.abort()))
+        page.goto(Path(path).as_uri())
+        page.wait_for_function(ready_js)
+        yield page, errors, requests
 
 
 def free_port() -> int:
@@ -129,7 +153,8 @@ def open_page(page, url: str, name: str, *, timeout: float = 180_000) -> float:
 
 NAV_TITLES = {"home": "Overview", "importance": "Head importance", "prune": "Prune & evaluate",
               "inspector": "Head inspector", "task_affinity": "Task affinity", "shared_heads": "Shared heads",
-              "runs": "Runs", "add_data": "Add data", "retrain": "Prune & retrain", "findings": "Findings"}
+              "runs": "Runs", "add_data": "Add data", "retrain": "Prune & retrain", "findings": "Findings",
+              "lessons": "Lessons"}
 H1 = {"home": "headprune", "task_affinity": "Task affinity"}  # titles that differ from the nav label
 
 
