@@ -58,6 +58,7 @@ def go(lesson: Lesson, k: int) -> None:
             st.session_state[key] = _like(st.session_state.get(key), value)
             continue
         params.setdefault(key, []).append(value)
+        links.forget(key)  # a value-bound choice reads the URL again, even the value it showed last
         if key in st.session_state and not key.startswith("_"):
             del st.session_state[key]
     params.update({"lesson": [lesson.name], "step": [str(k)]})

@@ -116,6 +116,12 @@ def _seed(key: str, options: list, format_func, multi: bool) -> None:
     ss.setdefault(APPLIED, set()).add(key)
 
 
+def forget(key: str) -> None:
+    """Read ``key`` from the URL again on the next run, even if it holds the text this session last saw (a
+    lesson's step sets its choices through the URL)."""
+    st.session_state.get(SEEN, {}).pop(key, None)
+
+
 def _write(key: str, value, default, multi: bool) -> None:
     """After the widget: its value (never its label) in the URL, or no parameter when it is the default."""
     texts = _texts(value, multi)

@@ -43,6 +43,9 @@ def test_a_link_opens_the_step_and_next_back_walk_the_lesson(fixture_cache, monk
         step = lesson.steps[k - 1]
         assert f"step {k} of 8" in _bar(at)
         assert TITLES.get(step.page, "") in at.title[0].value or step.page == "home"
+        # each step's choices applied, also where Next stays on the same page with the same language
+        assert {key: at.session_state[key] for key, _ in step.params if key in ("task", "lang", "strategy")} == \
+            {key: value for key, value in step.params if key in ("task", "lang", "strategy")}
         seen.append(step.page)
         if k < 8:
             _click(at, "lesson_next")
