@@ -34,7 +34,7 @@ def test_a_link_opens_the_step_and_next_back_walk_the_lesson(fixture_cache, monk
     at.query_params["lesson"], at.query_params["step"] = LESSON, "5"
     _ok(at)
     assert "step 5 of 8" in _bar(at) and at.title[0].value == "Prune & evaluate"
-    assert at.session_state["strategy"] == "random" and at.session_state["lang"] == "de"
+    assert at.session_state["strategy"] == "random" and at.session_state["lang"] == "en"
     assert at.query_params["step"] == "5" and at.query_params["lesson"] == LESSON  # Copy link gives this step
     _click(at, "lesson_back")
     assert "step 4 of 8" in _bar(at) and at.session_state["strategy"] == "importance"
@@ -207,8 +207,8 @@ def test_a_lessons_plan_is_applied_where_its_model_is_prepared(fixture_cache, tm
 
 def test_a_hand_typed_link_on_the_steps_own_page_applies_the_steps_choices(fixture_cache, monkeypatch):
     at = make_app(fixture_cache["root"], monkeypatch)
-    at.switch_page("headprune_app/pages/prune.py")
-    at.query_params["lesson"], at.query_params["step"] = LESSON, "5"  # no strategy, lang or k in the link
+    at.switch_page("headprune_app/pages/importance.py")
+    at.query_params["lesson"], at.query_params["step"] = LESSON, "2"  # no task or lang in the link
     _ok(at)
-    assert "step 5 of 8" in _bar(at) and at.title[0].value == "Prune & evaluate"
-    assert (at.session_state["strategy"], at.session_state["lang"]) == ("random", "de")
+    assert "step 2 of 8" in _bar(at) and at.title[0].value == "Head importance"
+    assert (at.session_state["task"], at.session_state["lang"]) == ("pos", "de")
