@@ -64,7 +64,7 @@ def test_a_hostile_lesson_says_what_is_wrong_and_runs_no_script(fixture_cache, t
         "---\ntitle: Hostile\nplan: demo\n---\n\n## Nowhere\nview: ../../etc/passwd?x=1\n\nBad page.\n\n"
         "## Script\nview: importance?task=<script>alert(1)</script>\n\n<script>window.hacked = 1</script> "
         "<img src=x onerror=alert(1)>\n")
-    (folder / "big.md").write_text("x" * (2 * 1024 * 1024))
+    (folder / "big.md").write_text("x" * (10 * 1024 * 1024))  # 10 MB
     at = make_app(cache, monkeypatch)
     at.query_params["lesson"], at.query_params["step"] = "hostile", "1"
     _ok(at)
