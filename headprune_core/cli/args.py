@@ -243,13 +243,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="sweep spec (JSON): study-plan fields plus models, data, seeds, resources "
                                 "(README: Sweeps)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print the jobs, what is cached and an estimated time from measured job times; run nothing")
+                   help="print the jobs, what is cached, each job's memory and an estimated time from measured job "
+                        "times on this machine, or with --address on that cluster's nodes; run nothing")
     p.add_argument("--running", action="store_true",
                    help="run nothing: exit 0 if a sweep of this name runs on this cache now (its progress and log "
                         "are in cache/sweeps/NAME/), 1 if none does")
     p.add_argument("--address", default=None,
                    help="an existing Ray cluster (e.g. HOST:6379 from 'ray start --head'); default: a local cluster "
-                        "started for this run")
+                        "started for this run. If its head stops answering, the sweep exits 75: rerun the same "
+                        "command once the cluster is back, and it resumes from the cache")
     p.add_argument("--cpus", type=count_arg, default=None,
                    help="CPUs of the local cluster (default: all); with --dry-run, the CPUs to estimate for")
     p.add_argument("--gpus", type=natural_arg, default=None, help="GPUs of the local cluster (default: all found)")

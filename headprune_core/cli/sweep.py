@@ -6,9 +6,9 @@ import sys
 
 from tqdm.auto import tqdm
 
-from headprune_core.plans.progress import running_sweeps
+from headprune_core.plans.progress import list_sweeps, progress_summary, running_sweeps
 from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
-from headprune_core.plans.sweep_ray import check_reachable, run_sweep
+from headprune_core.plans.sweep_ray import check_reachable, run_sweep, shape_at
 
 
 def cmd_sweep(args) -> int:
@@ -20,27 +20,53 @@ def cmd_sweep(args) -> int:
                 return 0
         print(f"no sweep {spec.name} runs on this cache")
         return 1
-    if args.address and not args.dry_run:
+    if args.address:
         check_reachable(args.address)  # before any work: Ray itself waits minutes for an address that never answers
     graph = build_graph(spec, device=args.device)
     if args.dry_run:
-        print(format_dry_run(dry_run(graph, cpus=args.cpus)))
+        cluster = shape_at(args.address) if args.address else None
+        print(format_dry_run(dry_run(graph, cpus=args.cpus, cluster=cluster)))
         return 0
     counts = graph.counts()
+    _say_resumed(spec.name, counts, len(graph.nodes))
     bar = tqdm(desc=f"sweep {spec.name}", unit="job", total=len(graph.nodes), initial=counts["cached"])
 
     def on_event(node, g) -> None:
         bar.total = len(g.nodes)
         if node.state in ("done", "failed", "skipped", "cached"):
             bar.update(1)
+        if node.state == "running" and node.retries and node.retries[-1]["attempt"] == node.attempts - 1:
+            bar.write(f"retrying {node.what} (attempt {node.attempts}): {_retry_text(node.retries[-1])}")
         bar.set_postfix_str(f"{node.state}: {node.what}"[:80])
 
     res = run_sweep(graph, address=args.address, cpus=args.cpus, gpus=args.gpus, on_event=on_event)
     bar.close()
     print(f"{res.jobs} jobs: {res.cached} were cached, {res.computed} computed, {len(res.failed)} failed, "
-          f"{len(res.skipped)} skipped; {res.seconds:.1f} s (Ray start {res.ray_seconds:.1f} s)")
+          f"{len(res.skipped)} skipped, {len(res.retried)} retried; {res.seconds:.1f} s (Ray start "
+          f"{res.ray_seconds:.1f} s)")
+    for note in res.notes:
+        print(f"  note: {note}")
+    for node in res.retried:
+        print(f"  retried: {node.what}: " + "; ".join(_retry_text(r) for r in node.retries)
+              + (f"; done on {node.ray_node}" if node.state == "done" else ""))
     for node in res.failed:
         print(f"  failed after {node.attempts} attempt(s): {node.what}: {node.error}", file=sys.stderr)
     for node in res.skipped:
         print(f"  skipped: {node.what}: {node.error}", file=sys.stderr)
     return 0 if res.ok else 1
+
+
+def _retry_text(retry: dict) -> str:
+    return f"attempt {retry['attempt']} {retry['reason']} on {retry['node']}"
+
+
+def _say_resumed(name: str, counts: dict, total: int) -> None:
+    """When the last run of this sweep stopped before its end (a lost head, a killed command), say that this one
+    resumes from the cache."""
+    for rec in list_sweeps():
+        if rec.get("name") == name:
+            state = progress_summary(rec)["state"]
+            if state in ("interrupted", "stopped"):
+                print(f"sweep {name}: its last run was {state} before its end; resuming from the cache "
+                      f"({counts['cached']} of {total} jobs cached)")
+            return

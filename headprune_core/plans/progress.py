@@ -105,8 +105,10 @@ class Progress:
             return
         self._last = now
         g = self.graph
+        # node: the Ray node of its last attempt; retries: {attempt, node, reason, lost} of each attempt redone
         jobs = [{"what": n.what, "kind": n.cfg.kind, "key": n.id.partition("/")[2], "state": n.state,
-                 "seconds": n.seconds, "attempts": n.attempts, "host": n.host, "error": n.error}
+                 "seconds": n.seconds, "attempts": n.attempts, "host": n.host, "node": n.ray_node,
+                 "computed": n.computed, "span": n.span, "retries": n.retries, "error": n.error}
                 for n in g.nodes.values()]
         rec = {"name": g.spec.name, "run": self.run, "state": self.state, "started": self.started,
                "updated": now, "counts": g.counts(), "jobs": jobs, "spec": g.spec.to_dict(),

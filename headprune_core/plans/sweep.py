@@ -6,9 +6,10 @@ A :class:`SweepSpec` expands into study plans, one per (model, data, seed), and 
 by cache key and links each job to the results it reads (a score reads its fine-tune, a curve its fine-tune and
 its ranking: :func:`~headprune_core.runs.config.nested_configs`). :func:`~headprune_core.plans.sweep_ray.run_sweep`
 submits a job when everything it reads is in the cache; the worker computes through the :class:`Store`, so a job another
-sweep is computing waits on its per-key lock and then reads the entry. Cached jobs are never submitted; a failed job is
-retried once by Ray (a killed worker included) and then reported with the jobs that needed it, and the others go on.
-Progress goes to ``<cache>/sweeps/<name>/progress.json`` (the Runs page shows it).
+sweep is computing waits on its per-key lock and then reads the entry. Cached jobs are never submitted. Each job asks
+Ray for its CPUs, GPUs and memory (:meth:`SweepGraph.request`); a job whose worker or node is lost is resubmitted
+(unless its entry landed first), one that fails is resubmitted once and then reported with the jobs that needed it,
+and the others go on. Progress goes to ``<cache>/sweeps/<name>/progress.json`` (the Runs page shows it).
 
 >>> # spec = SweepSpec.from_file("sweeps/demo.json"); graph = build_graph(spec)
 >>> # print(format_dry_run(dry_run(graph)))
@@ -17,13 +18,18 @@ Progress goes to ``<cache>/sweeps/<name>/progress.json`` (the Runs page shows it
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from headprune_core.base.files import check_name, read_json
 from headprune_core.base.specs import check_object
 from headprune_core.data.refs import parse_sources
+from headprune_core.encoders.models import resolve
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GradTSPlan
 from headprune_core.plans.plan import StudyPlan, plan_jobs
@@ -35,18 +41,34 @@ from headprune_core.runs.retrain import refinetune_parts
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 
+log = logging.getLogger(__name__)
+
 MAX_POINTS = 1000
 """The most grid points one sweep spec may have (models x data x seeds): each is a study plan of tens to hundreds
 of jobs, so a larger grid is almost surely a mistake (a seed range typed as a list); split it into specs."""
 
-RESOURCE_NAMES = ("num_cpus", "num_gpus")
+RESOURCE_NAMES = ("num_cpus", "num_gpus", "memory_gb")
 SPEC_FIELDS = ("name", "description", "preset", "models", "data", "seeds", "resources", "kinds")
 """A spec's own fields; every other field is a study-plan field (see StudyPlan) shared by every grid point."""
 
 
+WORKER_GB = 0.6
+"""Memory of a Ray worker with torch, transformers and headprune imported but no model loaded (0.34 GB measured
+outside Ray on this machine, plus Ray's own worker and the data a job reads)."""
+
+MODEL_COPIES = {"finetune": 6.0, "gradts": 6.0, "score": 5.0, "eval": 4.5, "curve": 4.5, "refinetune": 4.5}
+"""A job's memory beyond :data:`WORKER_GB`, in copies of its model's fp32 weights: a worker keeps one grid point's
+Study, which holds the base model and its two newest fine-tuned models; a job builds one more, and a fine-tune adds
+its gradients and Adam state (:data:`TRAINED_EMBEDDINGS` copies more when the word embeddings train too). The
+embedded me5-small (0.47 GB of weights) peaked at 2.8 GB fine-tuning, 2.1 GB scoring and 1.8 GB evaluating in a
+fresh process on this machine, under their estimates of 3.4, 2.9 and 2.7 GB (docs/sweeps.md)."""
+TRAINED_EMBEDDINGS = 3.0
+
+
 def default_resources(gpus: float) -> dict[str, dict[str, float]]:
     """Ray resources per job kind: one CPU each (torch uses as many threads as the task has CPUs); on a cluster
-    with GPUs a whole GPU for each fine-tune, half of one for a scoring or evaluation job."""
+    with GPUs a whole GPU for each fine-tune, half of one for a scoring or evaluation job. Memory is estimated per
+    job from its model (:meth:`SweepGraph.request`) unless the spec sets ``memory_gb``."""
     out = {}
     for kind in JOB_KINDS:
         gpu = (1.0 if kind in ("finetune", "refinetune", "gradts") else 0.5) if gpus else 0.0
@@ -180,7 +202,8 @@ class SweepSpec:
 
 def _check_resources(resources, where: str) -> dict:
     if not isinstance(resources, dict):
-        raise ValueError(f"{where}: resources must be an object {{kind: {{num_cpus, num_gpus}}}}, got {resources!r}")
+        raise ValueError(f"{where}: resources must be an object {{kind: {{num_cpus, num_gpus, memory_gb}}}}, got "
+                         f"{resources!r}")
     for kind, res in resources.items():
         if kind not in JOB_KINDS:
             raise ValueError(f"{where}: resources for unknown job kind {kind!r}; known: {', '.join(JOB_KINDS)}")
@@ -209,7 +232,10 @@ class Node:
     computed: bool = False
     attempts: int = 0
     host: str = ""
+    ray_node: str = ""  # the Ray node its last attempt ran on ("NAME (node id)")
     error: str = ""
+    retries: list[dict] = field(default_factory=list)  # {attempt, node, reason} of each attempt that was redone
+    span: tuple[float, float] | None = None  # wall-clock start and end of the attempt that finished it
 
 
 def node_id(cfg: RunConfig) -> str:
@@ -233,6 +259,7 @@ class SweepGraph:
                 shared[same] = plan.study(store=self.store, device=device, progress=False)
             self.studies.append(shared[same])
         self.nodes: dict[str, Node] = {}
+        self._params: dict[str, int | None] = {}  # model id -> parameters (memory requests)
         # what tells the grid points' jobs apart in their names
         self.suffixes = [f" [{spec.label(i)}]" if len(self.plans) > 1 else "" for i in range(len(self.plans))]
         for i, (plan, study) in enumerate(zip(self.plans, self.studies)):
@@ -309,11 +336,120 @@ class SweepGraph:
                 return gplan
         raise ValueError(f"no GradTS plan of the sweep gives the job {node.what!r}")
 
+    def request(self, node: Node, gpus: float = 0.0) -> dict[str, float]:
+        """What ``node``'s job asks Ray for: ``num_cpus``, ``num_gpus`` and ``memory`` (bytes; 0 when its model
+        cannot be sized), from :func:`job_resources` and, unless the spec sets ``memory_gb``, estimated from its
+        model's size (:data:`MODEL_COPIES`)."""
+        kind = node.cfg.kind
+        res = job_resources(self.spec, gpus)[kind]
+        out = {"num_cpus": res["num_cpus"], "num_gpus": res["num_gpus"], "memory": 0.0}
+        if "memory_gb" in res:
+            out["memory"] = res["memory_gb"] * 2**30
+            return out
+        model = self.plans[node.plan].model
+        if model not in self._params:
+            self._params[model] = model_params(model)
+        if self._params[model] is not None:
+            copies = MODEL_COPIES[kind]
+            if kind == "finetune" and not getattr(node.cfg, "freeze_embeddings", True):
+                copies += TRAINED_EMBEDDINGS
+            out["memory"] = WORKER_GB * 2**30 + copies * 4 * self._params[model]
+        return out
+
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in ("cached", "todo", "running", "done", "failed", "skipped")}
         for n in self.nodes.values():
             out[n.state] += 1
         return out
+
+
+def model_params(model_id: str) -> int | None:
+    """Parameters of ``model_id``'s encoder from its config alone (embeddings and layers; no weights read), or None
+    when the config cannot be read or names no sizes: what a job's memory request scales with."""
+    try:
+        source, src = resolve(model_id)
+        if source == "hub":
+            from transformers import AutoConfig  # here: importing transformers takes seconds; only Hub ids need it
+            config = AutoConfig.from_pretrained(src).to_dict()
+        else:
+            config = json.loads((Path(src) / "config.json").read_text(encoding="utf-8"))
+    except Exception as err:  # noqa: BLE001 -- a model that cannot be sized asks no memory (the dry run says so)
+        log.warning("cannot size %s for its memory request: %s", model_id, err)
+        return None
+
+    def size(*names: str) -> int | None:  # BERT-like names, then DistilBERT's
+        return next((config[n] for n in names if isinstance(config.get(n), int)), None)
+
+    hidden, layers = size("hidden_size", "dim"), size("num_hidden_layers", "n_layers")
+    ffn, vocab = size("intermediate_size", "hidden_dim"), size("vocab_size")
+    if None in (hidden, layers, ffn, vocab):
+        return None
+    positions = size("max_position_embeddings") or 512
+    return (vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * ffn)
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """One Ray node as the scheduler sees it: its name, CPUs, GPUs and the memory (bytes) it gives jobs."""
+
+    name: str
+    cpus: float
+    gpus: float
+    memory: float
+
+
+@dataclass(frozen=True)
+class ClusterShape:
+    """Where a sweep runs, node by node: this machine (:func:`local_shape`) or a cluster's alive nodes
+    (:func:`~headprune_core.plans.sweep_ray.cluster_shape`)."""
+
+    where: str
+    nodes: tuple[NodeShape, ...]
+
+    def total(self, what: str) -> float:
+        return sum(getattr(n, what) for n in self.nodes)
+
+    def describe(self) -> str:
+        return (f"{self.where}: {len(self.nodes)} node(s), {self.total('cpus'):g} CPUs, {self.total('gpus'):g} "
+                f"GPUs, {self.total('memory') / 2**30:.1f} GB memory for jobs")
+
+    def fit(self, request: dict[str, float], what: str) -> tuple[dict[str, float], str | None]:
+        """``request`` as it can be met: a memory request above every node that has the CPUs and GPUs is cut to
+        the largest such node's (one at a time there), with a note; CPUs or GPUs no node has raise ValueError."""
+        cpus, gpus, memory = request["num_cpus"], request["num_gpus"], request["memory"]
+        able = [n for n in self.nodes if n.cpus >= cpus - 1e-9 and n.gpus >= gpus - 1e-9]
+        if not able:
+            raise ValueError(f"{what} jobs ask for {cpus:g} CPU(s) and {gpus:g} GPU(s), and no node of {self.where} "
+                             f"has that many ({self.describe()}): lower resources.{what} in the spec, or add nodes")
+        most = max(n.memory for n in able)
+        if memory <= most:
+            return request, None
+        return {**request, "memory": most}, (f"{what} jobs ask for {memory / 2**30:.1f} GB, more than any node "
+                                              f"gives jobs ({most / 2**30:.1f} GB): asking that, one at a time")
+
+    def at_once(self, request: dict[str, float]) -> int:
+        """How many jobs of ``request`` the nodes hold at once (each node: its CPUs, GPUs and memory)."""
+        def fits(have: float, need: float) -> float:
+            return math.floor(have / need + 1e-9) if need > 0 else math.inf
+        slots = sum(min(fits(n.cpus, request["num_cpus"]), fits(n.gpus, request["num_gpus"]),
+                        fits(n.memory, request["memory"])) for n in self.nodes)
+        return int(min(slots, 10**6))
+
+
+def local_shape(cpus: int | None = None) -> ClusterShape:
+    """This machine as one node: ``cpus`` (default all), its GPUs and its available memory."""
+    memory = 0.0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                memory = float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    if not memory:
+        memory = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return ClusterShape("this machine", (NodeShape("local", float(cpus or os.cpu_count() or 1), float(gpus),
+                                                   memory),))
 
 
 def build_graph(spec: SweepSpec, *, store: Store | None = None, device: str = "auto") -> SweepGraph:
@@ -328,71 +464,103 @@ def job_resources(spec: SweepSpec, gpus: float = 0.0) -> dict[str, dict[str, flo
     return resources
 
 
-def dry_run(graph: SweepGraph, *, cpus: int | None = None) -> dict:
+def dry_run(graph: SweepGraph, *, cpus: int | None = None, cluster: ClusterShape | None = None) -> dict:
     """What a run would do, computing nothing: jobs per kind (total, cached, to compute), estimated compute
-    time from measured job times at the CPU threads each job gets, and a wall-time estimate on ``cpus`` CPUs
-    (default: this machine's), never below the longest chain of jobs that wait for each other."""
+    time from measured job times at the CPU threads each job gets, and a wall-time estimate on ``cluster`` (default:
+    this machine, with ``cpus`` CPUs): each job shares the time with as many of its kind as the nodes hold at once
+    (their CPUs, GPUs and memory), never below the longest chain of jobs that wait for each other."""
     rates = measured_rates(graph.store)
-    cpus = cpus or max(1, os.cpu_count() or 1)
-    per_job = {kind: max(res["num_cpus"], 1e-3) for kind, res in job_resources(graph.spec).items()}
+    cluster = cluster or local_shape(cpus)
+    gpus = cluster.total("gpus")
     kinds: dict[str, dict] = {}
     finish: dict[str, float] = {}
-    unknown, notes = set(), set()
-    total = cpu_seconds = 0.0
+    unknown, notes, scaled, slots = set(), set(), set(), {}
+    total = parallel = 0.0
     for n in graph.nodes.values():
         kind = n.cfg.kind
-        row = kinds.setdefault(kind, {"jobs": 0, "cached": 0, "todo": 0, "seconds": 0.0})
+        row = kinds.setdefault(kind, {"jobs": 0, "cached": 0, "todo": 0, "seconds": 0.0, "memory": 0.0,
+                                      "at_once": None})
         row["jobs"] += 1
+        request, at_once = _placed(graph, n, cluster, gpus, notes)
+        row["memory"] = max(row["memory"], request["memory"])
+        row["at_once"] = at_once if row["at_once"] is None else min(row["at_once"], at_once)
+        slots[n.id] = at_once
         secs = 0.0
         if n.state == "cached":
             row["cached"] += 1
         else:
             row["todo"] += 1
-            est, how = estimate(n.cfg, rates, cpus=per_job[kind])
+            est, how = estimate(n.cfg, rates, cpus=max(request["num_cpus"], 1e-3))
             if est is None:
                 unknown.add(kind)
             else:
                 secs = est
                 if how != "measured" and how != "assembles cached parts":
-                    notes.add((how.removeprefix("measured, "), kind))
+                    scaled.add((how.removeprefix("measured, "), kind))
             row["seconds"] += secs
             total += secs
-            cpu_seconds += secs * per_job[kind]
+            parallel += secs / at_once
         finish[n.id] = secs  # its own time, for now; the chain through what it reads below
+    per_job = {kind: max(res["num_cpus"], 1e-3) for kind, res in job_resources(graph.spec, gpus).items()}
     pending = [n for n in graph.nodes.values() if not n.expanded and n.state == "todo"]
     later = sum(sum(later_jobs(n.cfg)) for n in pending)
     later_each = [later_seconds(n.cfg, rates, per_job) for n in pending]
     later_total = None if None in later_each else sum(later_each)
     if later_total:
         total += later_total
-        cpu_seconds += later_total * per_job["finetune"]
         for n, secs in zip(pending, later_each):
-            finish[n.id] += secs
+            # its parts (fine-tunes, each with its evaluations) wait for its ranking, not for each other
+            finish[n.id] += secs / max(1, later_jobs(n.cfg)[0])
+            parallel += secs / slots[n.id]  # fine-tunes and evaluations of the same model
+    critical = _longest_chain(graph, finish)
+    return {"name": graph.spec.name, "plans": len(graph.plans), "jobs": len(graph.nodes),
+            "cached": sum(r["cached"] for r in kinds.values()), "todo": sum(r["todo"] for r in kinds.values()),
+            "kinds": kinds, "seconds": total, "cpus": cluster.total("cpus"), "cluster": cluster.describe(),
+            "wall_seconds": max(parallel, critical), "critical_seconds": critical, "unknown_kinds": sorted(unknown),
+            "notes": [f"{', '.join(sorted(k for h, k in scaled if h == how))}: {how}"
+                      for how in sorted({h for h, _ in scaled})] + sorted(notes),
+            "measured_entries": sum(n for r in rates.values() for _, n in r.values()),
+            "later_jobs": later, "later_seconds": later_total}
+
+
+def _placed(graph: SweepGraph, node: Node, cluster: ClusterShape, gpus: float, notes: set) -> tuple[dict, int]:
+    """``node``'s request as ``cluster`` can meet it, and how many such jobs run at once there (at least 1: what
+    fits no node is noted, and counted as one at a time)."""
+    request = graph.request(node, gpus)
+    if not request["memory"]:
+        notes.add(f"{graph.plans[node.plan].model}: its size is unknown, so its jobs ask for no memory")
+    try:
+        request, note = cluster.fit(request, node.cfg.kind)
+    except ValueError as err:
+        notes.add(str(err))
+        return request, 1
+    if note:
+        notes.add(note)
+    return request, max(1, cluster.at_once(request))
+
+
+def _longest_chain(graph: SweepGraph, finish: dict[str, float]) -> float:
+    """The latest finishing time if each job starts once what it reads is done (``finish``: each job's time)."""
     ends: dict[str, float] = {}
 
-    def end(nid: str) -> float:  # finishing time of a node if each job starts when its inputs are done
+    def end(nid: str) -> float:
         if nid not in ends:
             ends[nid] = finish[nid] + max((end(d) for d in graph.nodes[nid].deps), default=0.0)
         return ends[nid]
 
-    critical = max((end(nid) for nid in graph.nodes), default=0.0)
-    return {"name": graph.spec.name, "plans": len(graph.plans), "jobs": len(graph.nodes),
-            "cached": sum(r["cached"] for r in kinds.values()), "todo": sum(r["todo"] for r in kinds.values()),
-            "kinds": kinds, "seconds": total, "cpus": cpus, "wall_seconds": max(cpu_seconds / cpus, critical),
-            "critical_seconds": critical, "unknown_kinds": sorted(unknown),
-            "notes": [f"{', '.join(sorted(k for h, k in notes if h == how))}: {how}"
-                      for how in sorted({h for h, _ in notes})],
-            "measured_entries": sum(n for r in rates.values() for _, n in r.values()), "later_jobs": later,
-            "later_seconds": later_total}
+    return max((end(nid) for nid in graph.nodes), default=0.0)
 
 
 def format_dry_run(report: dict) -> str:
     lines = [f"sweep {report['name']}: {report['plans']} grid point(s), {report['jobs']} jobs, "
-             f"{report['cached']} cached, {report['todo']} to compute"]
-    lines.append(f"  {'kind':<11}{'jobs':>6}{'cached':>8}{'to do':>7}  est. compute")
+             f"{report['cached']} cached, {report['todo']} to compute",
+             f"  on {report['cluster']}"]
+    lines.append(f"  {'kind':<11}{'jobs':>6}{'cached':>8}{'to do':>7}  {'est. compute':<14}{'memory':>8}{'at once':>9}")
     for kind, row in report["kinds"].items():
         est = "unknown" if kind in report["unknown_kinds"] and row["todo"] else minutes(row["seconds"])
-        lines.append(f"  {kind:<11}{row['jobs']:>6}{row['cached']:>8}{row['todo']:>7}  {est}")
+        memory = f"{row['memory'] / 2**30:.1f} GB" if row["memory"] else "-"
+        lines.append(f"  {kind:<11}{row['jobs']:>6}{row['cached']:>8}{row['todo']:>7}  {est:<14}{memory:>8}"
+                     f"{row['at_once']:>9}")
     if report["later_jobs"]:
         est = "not estimated" if report["later_seconds"] is None else \
             f"about {minutes(report['later_seconds'])}, included below"
@@ -400,7 +568,7 @@ def format_dry_run(report: dict) -> str:
     notes = [f"from {report['measured_entries']} measured entries in this cache"] + report["notes"]
     if report["unknown_kinds"]:
         notes.append(f"{', '.join(report['unknown_kinds'])}: no measured time yet, counted as 0")
-    lines.append(f"estimated compute {minutes(report['seconds'])} ({'; '.join(notes)}); on {report['cpus']} "
+    lines.append(f"estimated compute {minutes(report['seconds'])} ({'; '.join(notes)}); on {report['cpus']:g} "
                  f"CPUs about {minutes(report['wall_seconds'])} wall (longest chain "
                  f"{minutes(report['critical_seconds'])}), plus starting Ray (a local cluster: 4.7-5.4 s "
                  "measured on 2 cores)")

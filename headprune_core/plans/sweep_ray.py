@@ -12,10 +12,11 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +28,15 @@ from headprune_core.base.files import write_file_atomic
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GradTSPlan
 from headprune_core.plans.progress import Progress
-from headprune_core.plans.sweep import Node, SweepGraph, job_resources
+from headprune_core.plans.sweep import ClusterShape, Node, NodeShape, SweepGraph
 from headprune_core.runs.config import config_from_dict
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 
 log = logging.getLogger(__name__)
 
-_WORKER_STUDIES: dict[tuple, Study] = {}  # per worker process: a Study (its loaded model) per grid point
+_WORKER_STUDIES: dict[tuple, Study] = {}  # per worker process: the Study (its loaded models) of one grid point
+_NODE_LABEL: list[str] = []  # per worker process: its Ray node's label, asked once
 
 
 def _worker_study(payload: dict) -> Study:
@@ -42,8 +44,7 @@ def _worker_study(payload: dict) -> Study:
     memo = (plan["model"], json.dumps(plan["sources"], sort_keys=True), plan["finetuned"], payload["cache"],
             payload["device"])
     if memo not in _WORKER_STUDIES:
-        while len(_WORKER_STUDIES) >= 2:  # a loaded encoder each: keep the newest
-            _WORKER_STUDIES.pop(next(iter(_WORKER_STUDIES)))
+        _WORKER_STUDIES.clear()  # one grid point's models at a time (what the job's memory request counts)
         _WORKER_STUDIES[memo] = Study(plan["model"], store=Store(Path(payload["cache"]) / "runs"),
                                       device=payload["device"], progress=False, sources=plan["sources"],
                                       finetuned=plan["finetuned"])
@@ -53,27 +54,34 @@ def _worker_study(payload: dict) -> Study:
 def run_job(payload: dict) -> dict:
     """One sweep job in a Ray worker: compute (or read) ``payload``'s config through the shared cache.
 
-    Torch gets as many threads as the task has CPUs. A marker in the sweep's ``running/`` folder says which
-    worker holds the job and counts attempts (a killed worker leaves it; its retry counts on)."""
+    Torch gets as many threads as the task has CPUs. A marker in the sweep's ``running/`` folder says which node,
+    worker and attempt hold the job; it goes when the job ends, so a marker left behind is an attempt whose worker
+    or node died (the driver reads where it ran)."""
     os.environ["HEADPRUNE_CACHE"] = payload["cache"]  # models, registered corpora: the sweep's cache folder
-    cpus = None
-    if ray.is_initialized():  # outside Ray (tests call it directly), asking would start or join a cluster
-        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+    # outside Ray (tests call it directly) nothing is asked: asking would start Ray, or join the last cluster
+    # 'ray start' wrote down on this machine (and wait for it, if it is gone)
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU") if ray.is_initialized() else None
     if cpus:
         torch.set_num_threads(max(1, int(cpus)))
-    kind, key = payload["kind"], payload["key"]
+    kind, key, attempt = payload["kind"], payload["key"], int(payload.get("attempt", 1))
     marker = Path(payload["markers"]) / f"{kind}-{key}.json"
-    attempt = 1
-    try:
-        old = json.loads(marker.read_text(encoding="utf-8"))
-        if old.get("run") == payload["run"]:
-            attempt = int(old.get("attempt", 0)) + 1
-    except (OSError, ValueError, TypeError):
-        pass
-    host = socket.gethostname()
+    host, node, started = socket.gethostname(), node_label(), time.time()
     write_file_atomic(marker, json.dumps({"run": payload["run"], "what": payload["what"], "kind": kind,
-                                          "key": key, "pid": os.getpid(), "host": host, "attempt": attempt,
-                                          "started": time.time()}))
+                                          "key": key, "pid": os.getpid(), "host": host, "node": node,
+                                          "attempt": attempt, "started": started}))
+    try:
+        computed, seconds = _compute(payload)
+    finally:  # an error in the job is the driver's to report; only a dead worker leaves its marker
+        marker.unlink(missing_ok=True)
+    # not computed: another sweep (or a dashboard) held the key's lock and this job read its entry
+    return {"key": key, "kind": kind, "seconds": seconds, "computed": computed, "attempt": attempt, "host": host,
+            "node": node, "pid": os.getpid(), "span": (started, time.time()), "studies": len(_WORKER_STUDIES),
+            "peak_rss": _peak_rss()}
+
+
+def _compute(payload: dict) -> tuple[bool, float]:
+    """Compute ``payload``'s job in this worker's Study: (whether it computed, seconds)."""
+    kind, key = payload["kind"], payload["key"]
     cfg = config_from_dict(kind, payload["config"])
     study = _worker_study(payload)
     compute = lambda: study.compute(cfg)  # noqa: E731
@@ -86,11 +94,29 @@ def run_job(payload: dict) -> dict:
     before = study.store.computations
     start = time.perf_counter()
     compute()
-    seconds = time.perf_counter() - start
-    marker.unlink(missing_ok=True)
-    # not computed: another sweep (or a dashboard) held the key's lock and this job read its entry
-    return {"key": key, "kind": kind, "seconds": seconds, "computed": study.store.computations > before,
-            "attempt": attempt, "host": host, "pid": os.getpid()}
+    return study.store.computations > before, time.perf_counter() - start
+
+
+def node_label() -> str:
+    """This process's Ray node as ``NAME (id)`` (NAME: ``ray start --node-name``, by default the node's IP; the
+    id tells apart nodes that share a name), or the host name outside Ray."""
+    if not _NODE_LABEL:
+        if not ray.is_initialized():
+            return socket.gethostname()
+        node_id = ray.get_runtime_context().get_node_id()
+        name = next((n.get("NodeName", "") for n in ray.nodes() if n["NodeID"] == node_id), "") or "?"
+        _NODE_LABEL.append(f"{name} ({node_id[:8]})")
+    return _NODE_LABEL[0]
+
+
+def _peak_rss() -> int | None:
+    """The most memory (bytes) this process has held so far (Linux and macOS; None elsewhere)."""
+    try:
+        import resource  # here: POSIX only
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
 
 
 def _error_text(err: BaseException) -> str:
@@ -153,9 +179,44 @@ def init_ray(*, address: str | None = None, cpus: int | None = None, gpus: int |
         check_reachable(address)
         ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False)
     else:
-        ray.init(num_cpus=cpus or os.cpu_count(), num_gpus=gpus, include_dashboard=False, log_to_driver=False,
-                 object_store_memory=256 * 2**20, runtime_env={"env_vars": env})
+        # "local": a new cluster even where 'ray start' ran on this machine (else Ray would join that one)
+        ray.init(address="local", num_cpus=cpus or os.cpu_count(), num_gpus=gpus, include_dashboard=False,
+                 log_to_driver=False, object_store_memory=256 * 2**20, runtime_env={"env_vars": env})
     return True
+
+
+def cluster_shape(where: str) -> ClusterShape:
+    """The connected cluster's alive nodes as the scheduler sees them (CPUs, GPUs, memory for jobs)."""
+    nodes = []
+    for n in ray.nodes():
+        if n.get("Alive"):
+            res = n.get("Resources", {})
+            nodes.append(NodeShape(f"{n.get('NodeName', '?')} ({n['NodeID'][:8]})", res.get("CPU", 0.0),
+                                   res.get("GPU", 0.0), res.get("memory", 0.0)))
+    return ClusterShape(where, tuple(nodes))
+
+
+def shape_at(address: str) -> ClusterShape:
+    """Connect to the cluster at ``address`` for a moment and return its :func:`cluster_shape` (``sweep --dry-run
+    --address``)."""
+    started = init_ray(address=address)
+    try:
+        return cluster_shape(f"the cluster at {address}")
+    finally:
+        if started:
+            ray.shutdown()
+
+
+LOST = (ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError, ray.exceptions.LocalRayletDiedError,
+        ray.exceptions.ObjectLostError)
+"""A job's attempt ended by its worker or node dying (killed, out of memory, a preempted or lost node)."""
+LOST_RETRIES = 3
+"""Attempts resubmitted after a lost worker or node: the job is not at fault, so it gets more than one."""
+ERROR_RETRIES = 1
+"""Attempts resubmitted after the job raised (a file on a shared disk that was briefly away, say)."""
+
+HEAD_EXIT = 75
+"""The exit status of a sweep whose cluster head stopped answering (EX_TEMPFAIL: rerun it later)."""
 
 
 @dataclass
@@ -167,6 +228,8 @@ class SweepResult:
     skipped: list[Node]
     seconds: float
     ray_seconds: float  # connecting to / starting Ray
+    retried: list[Node] = field(default_factory=list)  # jobs with an attempt redone (``node.retries`` say why)
+    notes: tuple[str, ...] = ()  # requests cut to fit the cluster's nodes
 
     @property
     def ok(self) -> bool:
@@ -177,62 +240,164 @@ def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None
               on_event: Callable[[Node, SweepGraph], None] | None = None) -> SweepResult:
     """Run every job of ``graph`` not in the cache on Ray (see the module docstring).
 
-    ``on_event(node, graph)`` is called whenever a job is submitted, finishes, fails or is skipped. Ctrl-C
-    cancels the running jobs; finished entries stay and a rerun resumes from them.
+    Each job asks Ray for its CPUs, GPUs and memory (:meth:`SweepGraph.request`, cut to the largest node that has
+    the CPUs and GPUs). A job whose worker or node dies is resubmitted (up to :data:`LOST_RETRIES` times) unless
+    its entry landed first; one that raises is resubmitted once. ``on_event(node, graph)`` is called whenever a
+    job is submitted (again: ``node.retries`` says why), finishes, fails or is skipped. Ctrl-C cancels the running
+    jobs; finished entries stay and a rerun resumes from them. With ``address``, a head that stops answering ends
+    the process with :data:`HEAD_EXIT` and a line saying to rerun (Ray would end it without a word).
     """
     start = time.perf_counter()
-    run = uuid.uuid4().hex[:12]
-    progress = Progress(graph, run)
+    progress = Progress(graph, uuid.uuid4().hex[:12])
     if not any(n.state == "todo" for n in graph.nodes.values()):  # all cached: no cluster needed
         progress.state = "done"
         progress.write(force=True)
         return _result(graph, 0, start, 0.0)
     started_ray = init_ray(address=address, cpus=cpus, gpus=gpus)
     ray_seconds = time.perf_counter() - start
-    remote = ray.remote(run_job)
-    resources = job_resources(graph.spec, ray.cluster_resources().get("GPU", 0.0))
-    running: dict[Any, Node] = {}
-    computed = 0
-    event = on_event or (lambda node, g: None)
+    runner = _Runner(graph, progress, on_event or (lambda node, g: None),
+                     cluster_shape(f"the cluster at {address}" if address else "this machine"))
+    watch = _HeadWatch(address, progress) if address else None
     try:
-        progress.write(force=True)
-        while True:
-            while ready := graph.ready():  # again: a job found cached here makes the jobs that need it ready
-                for node in ready:
-                    if graph.store.has(node.cfg):  # another sweep or a dashboard finished it meanwhile
-                        node.state = "cached"
-                    else:
-                        ref = remote.options(max_retries=1, retry_exceptions=True, name=node.what[:100],
-                                             **resources[node.cfg.kind]).remote(_payload(graph, node, progress))
-                        node.state = "running"
-                        running[ref] = node
-                    event(node, graph)
-            progress.write()
-            if not running:
-                break
-            done, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
-            for ref in done:
-                node = running.pop(ref)
-                try:
-                    res = ray.get(ref)
-                except Exception as err:  # noqa: BLE001 -- any failure of a job is reported, the others go on
-                    _failed(graph, node, err, progress, event)
-                    continue
-                node.state, node.seconds, node.attempts, node.host = "done", res["seconds"], res["attempt"], res["host"]
-                node.computed = bool(res["computed"])
-                computed += node.computed
-                event(node, graph)
+        runner.loop()
         progress.state = "failed" if any(n.state in ("failed", "skipped") for n in graph.nodes.values()) else "done"
     except BaseException:
         progress.state = "interrupted"
-        for ref in running:
+        for ref in runner.running:
             ray.cancel(ref, force=True)
         raise
     finally:
+        if watch:
+            watch.stop()
         progress.write(force=True)
         if started_ray:
             ray.shutdown()
-    return _result(graph, computed, start, ray_seconds)
+    return _result(graph, runner.computed, start, ray_seconds, tuple(runner.notes))
+
+
+class _Runner:
+    """Submits the graph's ready jobs, collects what they return and resubmits lost or failed attempts."""
+
+    def __init__(self, graph: SweepGraph, progress: Progress, event: Callable[[Node, SweepGraph], None],
+                 shape: ClusterShape):
+        self.graph, self.progress, self.event, self.shape = graph, progress, event, shape
+        self.gpus = shape.total("gpus")
+        self.remote = ray.remote(run_job)
+        self.running: dict[Any, Node] = {}
+        self.computed = 0
+        self.notes: list[str] = []
+        for node in graph.nodes.values():  # before any work: a job no node can take would wait forever
+            if node.state == "todo":
+                shape.fit(graph.request(node, self.gpus), node.cfg.kind)
+
+    def loop(self) -> None:
+        self.progress.write(force=True)
+        while True:
+            while ready := self.graph.ready():  # again: a job found cached here makes the jobs that need it ready
+                for node in ready:
+                    if self.graph.store.has(node.cfg):  # another sweep or a dashboard finished it meanwhile
+                        node.state = "cached"
+                        self.event(node, self.graph)
+                    else:
+                        self.submit(node)
+            self.progress.write()
+            if not self.running:
+                return
+            done, _ = ray.wait(list(self.running), num_returns=1, timeout=1.0)
+            for ref in done:
+                self.collect(ref)
+
+    def submit(self, node: Node) -> None:
+        request, note = self.shape.fit(self.graph.request(node, self.gpus), node.cfg.kind)
+        if note and note not in self.notes:
+            log.warning("%s", note)
+            self.notes.append(note)
+        node.attempts += 1
+        options = {"num_cpus": request["num_cpus"], "num_gpus": request["num_gpus"]}
+        if request["memory"]:
+            options["memory"] = int(request["memory"])
+        ref = self.remote.options(max_retries=0, retry_exceptions=False, name=node.what[:100],
+                                  **options).remote(_payload(self.graph, node, self.progress))
+        node.state = "running"
+        self.running[ref] = node
+        self.event(node, self.graph)
+
+    def collect(self, ref) -> None:
+        node = self.running.pop(ref)
+        try:
+            res = ray.get(ref)
+        except Exception as err:  # noqa: BLE001 -- any failure of a job is retried or reported, the others go on
+            self.attempt_failed(node, err)
+            return
+        node.state, node.seconds, node.host, node.ray_node = "done", res["seconds"], res["host"], res["node"]
+        node.span = tuple(res["span"])
+        node.computed = bool(res["computed"])
+        self.computed += node.computed
+        self.event(node, self.graph)
+
+    def attempt_failed(self, node: Node, err: BaseException) -> None:
+        """Resubmit ``node`` after a lost or failed attempt (saying where and why), or report it failed; a job
+        whose entry landed before its worker was lost is done, never computed again."""
+        lost = isinstance(err, LOST)
+        where = _left_marker(self.progress.folder, node).get("node") or "an unknown node"
+        reason = (("lost with its node" if isinstance(err, ray.exceptions.NodeDiedError) else "its worker died")
+                  if lost else _error_text(err))
+        if lost and self.graph.store.has(node.cfg):
+            node.state, node.computed, node.ray_node = "done", True, where
+            self.computed += 1
+            log.warning("sweep job %s: %s on %s after its entry landed; not computed again", node.what, reason,
+                        where)
+            self.event(node, self.graph)
+            return
+        tries = sum(r["lost"] == lost for r in node.retries)
+        if tries < (LOST_RETRIES if lost else ERROR_RETRIES):
+            node.retries.append({"attempt": node.attempts, "node": where, "reason": reason, "lost": lost})
+            log.warning("sweep job %s: attempt %d %s on %s; retrying", node.what, node.attempts, reason, where)
+            self.submit(node)
+            return
+        _failed(self.graph, node, err, self.event)
+
+
+class _HeadWatch(threading.Thread):
+    """Says what to do when the cluster's head stops answering. Ray ends a driver whose head is gone for
+    ``gcs_rpc_server_reconnect_timeout_s`` (60 s by default; a head restarted sooner with GCS fault tolerance is
+    waited for), without a word; a few seconds before that, this marks the sweep interrupted, says that a rerun
+    of the same command resumes from the cache, and exits with :data:`HEAD_EXIT`."""
+
+    def __init__(self, address: str, progress: Progress):
+        super().__init__(daemon=True, name="sweep-head-watch")
+        self.address, self.progress = address, progress
+        host, _, port = ray.get_runtime_context().gcs_address.rpartition(":")
+        self.gcs = (host.strip("[]"), int(port))
+        limit = float(os.environ.get("RAY_gcs_rpc_server_reconnect_timeout_s", 60))  # noqa: SIM112 -- Ray's name
+        self.grace = max(1.0, limit - 3.0)
+        self.stopped = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        lost_since = None
+        while not self.stopped.wait(1.0):
+            try:
+                with socket.create_connection(self.gcs, timeout=2.0):
+                    lost_since = None
+            except OSError:
+                lost_since = lost_since or time.monotonic()
+                if time.monotonic() - lost_since >= self.grace:
+                    self.give_up(time.monotonic() - lost_since)
+
+    def give_up(self, seconds: float) -> None:
+        counts = self.progress.graph.counts()
+        self.progress.state = "interrupted"
+        self.progress.write(force=True)
+        print(f"\nsweep {self.progress.graph.spec.name}: the Ray head at {self.address} has not answered for "
+              f"{seconds:.0f} s, so this run stops here ({counts['done'] + counts['cached']} of "
+              f"{len(self.progress.graph.nodes)} jobs are in the cache, {counts['running']} were running). When the "
+              "cluster is back ('ray start --head' there, then 'ray start --address' on each node), rerun the same "
+              "command: it resumes from the cache.", file=sys.stderr, flush=True)
+        os._exit(HEAD_EXIT)
+
+    def stop(self) -> None:
+        self.stopped.set()
 
 
 def _payload(graph: SweepGraph, node: Node, progress: Progress) -> dict:
@@ -241,17 +406,15 @@ def _payload(graph: SweepGraph, node: Node, progress: Progress) -> dict:
     payload = {"kind": node.cfg.kind, "key": node.cfg.key(), "config": node.cfg.to_dict(), "what": node.what,
                "plan": {"model": plan.model, "sources": plan.sources, "finetuned": plan.finetuned},
                "cache": str(graph.store.root.parent), "device": graph.device, "run": progress.run,
-               "markers": str(progress.folder / "running")}
+               "markers": str(progress.folder / "running"), "attempt": node.attempts}
     if node.cfg.kind == "gradts":
         payload["gradts"] = graph.gradts_plan(node).to_dict()
     return payload
 
 
-def _failed(graph: SweepGraph, node: Node, err: BaseException, progress: Progress,
-            event: Callable[[Node, SweepGraph], None]) -> None:
-    """Mark ``node`` failed (with the worker's error and its attempts) and every job that needs it skipped."""
+def _failed(graph: SweepGraph, node: Node, err: BaseException, event: Callable[[Node, SweepGraph], None]) -> None:
+    """Mark ``node`` failed (with the worker's error) and every job that needs it skipped."""
     node.state, node.error = "failed", _error_text(err)
-    node.attempts = _attempts(progress.folder, node, progress.run)
     log.error("sweep job failed after %d attempt(s): %s: %s", node.attempts, node.what, node.error)
     event(node, graph)
     for dep in graph.dependents(node.id):
@@ -260,20 +423,22 @@ def _failed(graph: SweepGraph, node: Node, err: BaseException, progress: Progres
             event(dep, graph)
 
 
-def _result(graph: SweepGraph, computed: int, start: float, ray_seconds: float) -> SweepResult:
+def _result(graph: SweepGraph, computed: int, start: float, ray_seconds: float,
+            notes: tuple[str, ...] = ()) -> SweepResult:
     nodes = list(graph.nodes.values())
     return SweepResult(jobs=len(nodes), cached=sum(n.state == "cached" for n in nodes), computed=computed,
                        failed=[n for n in nodes if n.state == "failed"],
                        skipped=[n for n in nodes if n.state == "skipped"],
-                       seconds=time.perf_counter() - start, ray_seconds=ray_seconds)
+                       seconds=time.perf_counter() - start, ray_seconds=ray_seconds,
+                       retried=[n for n in nodes if n.retries], notes=notes)
 
 
-def _attempts(folder: Path, node: Node, run: str) -> int:
-    """Attempts a failed job had, from its marker (then removed)."""
+def _left_marker(folder: Path, node: Node) -> dict:
+    """The marker a lost attempt of ``node`` left (removed here): where it ran; {} when there is none."""
     marker = folder / "running" / f"{node.cfg.kind}-{node.cfg.key()}.json"
     try:
-        m = json.loads(marker.read_text(encoding="utf-8"))
+        found = json.loads(marker.read_text(encoding="utf-8"))
         marker.unlink(missing_ok=True)
-        return int(m.get("attempt", 1)) if m.get("run") == run else 1
-    except (OSError, ValueError, TypeError):
-        return 1
+        return found if isinstance(found, dict) else {}
+    except (OSError, ValueError):
+        return {}
