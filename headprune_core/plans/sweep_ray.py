@@ -60,7 +60,12 @@ def run_job(payload: dict) -> dict:
     os.environ["HEADPRUNE_CACHE"] = payload["cache"]  # models, registered corpora: the sweep's cache folder
     # outside Ray (tests call it directly) nothing is asked: asking would start Ray, or join the last cluster
     # 'ray start' wrote down on this machine (and wait for it, if it is gone)
-    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU") if ray.is_initialized() else None
+    cpus = None
+    if ray.is_initialized():
+        try:
+            cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+        except AssertionError:  # the driver itself (a test calling it with Ray up): it has no assigned CPUs
+            cpus = None
     if cpus:
         torch.set_num_threads(max(1, int(cpus)))
     kind, key, attempt = payload["kind"], payload["key"], int(payload.get("attempt", 1))
