@@ -6,20 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
-import time
 
-import numpy as np
 import pytest
-import torch
 
-from headprune_core.base.artifacts import Weights
-from headprune_core.plans.plan import run_plan
 from headprune_core.plans.progress import list_sweeps
 from headprune_core.plans.sweep import SweepSpec, build_graph
 from headprune_core.plans.sweep_ray import run_sweep
 from headprune_core.runs.store import Store
-from headprune_core.runs.study import Study
+from tests.helpers.cluster import assert_same_entries, on_marker, sequential_store
 
 pytestmark = pytest.mark.slow
 
@@ -43,14 +37,6 @@ def ray_cluster(tiny_cache):
     ray.shutdown()
 
 
-def _same(a, b) -> bool:
-    if isinstance(a, Weights):
-        return set(a) == set(b) and all(torch.equal(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return np.array_equal(a, b)
-    return a == b
-
-
 def test_sweep_on_ray_equals_the_sequential_study_and_a_rerun_computes_nothing(tiny_cache, ray_cluster, tmp_path):
     root, model = tiny_cache
     spec = _spec(model, seeds=[13, 14], refinetune={"max_k": 2})
@@ -65,29 +51,9 @@ def test_sweep_on_ray_equals_the_sequential_study_and_a_rerun_computes_nothing(t
     assert sum(n.cfg.kind == "finetune" for n in graph.nodes.values()) == 6
 
     # the sequential study (one thread, as each Ray task here) in another store: the same entries, equal
-    torch_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        seq = Store(tmp_path / "seq")
-        for plan in spec.plans():
-            run_plan(Study(model, store=seq, progress=False), plan)
-    finally:
-        torch.set_num_threads(torch_threads)
-    ray_store = graph.store
-    ray_keys = {(e.kind, e.key) for e in ray_store.entries()}
-    assert ray_keys == {(e.kind, e.key) for e in seq.entries()}
+    assert_same_entries(graph.store, sequential_store(spec, tmp_path / "seq"))
     # every entry is a job of the graph (each level's test evaluations are parts of their own)
-    assert ray_keys == {tuple(i.split("/")) for i in graph.nodes}
-    for e in seq.entries():
-        mine, theirs = ray_store.read(ray_store.find(e.key)), seq.read(e)
-        assert set(mine) == set(theirs)
-        for name in theirs:
-            if name == "log":  # a training log holds its wall time and device
-                continue
-            a, b = mine[name], theirs[name]
-            if name == "meta":  # a score's metadata holds its wall time
-                a, b = {k: v for k, v in a.items() if k != "seconds"}, {k: v for k, v in b.items() if k != "seconds"}
-            assert _same(a, b), (e.kind, name)
+    assert {(e.kind, e.key) for e in graph.store.entries()} == {tuple(i.split("/")) for i in graph.nodes}
 
     (rec,) = [r for r in list_sweeps() if r["name"] == "t"]
     assert rec["state"] == "done" and rec["counts"]["done"] == res.jobs and not rec["running_now"]
@@ -106,25 +72,8 @@ def test_killed_worker_is_redone_and_a_failing_job_is_reported(tiny_cache, ray_c
     graph = build_graph(spec)  # keys and fingerprints of both models are taken here ...
     (broken / "model.safetensors").unlink()  # ... then one model's weights go: its fine-tune cannot load them
     markers = graph.store.root.parent / "sweeps" / "k" / "running"
-    killed = {}
-
-    def kill_first_finetune():
-        deadline = time.time() + 120
-        while time.time() < deadline and not killed:
-            for f in markers.glob("finetune-*.json") if markers.is_dir() else []:
-                try:
-                    import json
-                    m = json.loads(f.read_text())
-                except (OSError, ValueError):
-                    continue
-                if m["what"].startswith("fine-tune") and "broken" not in m["what"] and m["attempt"] == 1:
-                    os.kill(m["pid"], signal.SIGKILL)
-                    killed.update(m)
-                    return
-            time.sleep(0.02)
-
-    killer = threading.Thread(target=kill_first_finetune)
-    killer.start()
+    killer, killed = on_marker(markers, lambda m: "broken" not in m["what"] and m["attempt"] == 1,
+                               lambda m: os.kill(m["pid"], signal.SIGKILL), timeout=120)
     res = run_sweep(graph)
     killer.join()
     assert killed, "no fine-tune was seen running"
