@@ -60,8 +60,8 @@ MODEL_COPIES = {"finetune": 6.0, "gradts": 6.0, "score": 5.0, "eval": 4.5, "curv
 """A job's memory beyond :data:`WORKER_GB`, in copies of its model's fp32 weights: a worker keeps one grid point's
 Study, which holds the base model and its two newest fine-tuned models; a job builds one more, and a fine-tune adds
 its gradients and Adam state (:data:`TRAINED_EMBEDDINGS` copies more when the word embeddings train too). The
-embedded me5-small (0.47 GB of weights) peaked at 2.8 GB fine-tuning, 2.1 GB scoring and 1.8 GB evaluating in a
-fresh process on this machine, under their estimates of 3.4, 2.9 and 2.7 GB (docs/sweeps.md)."""
+embedded me5-small (0.44 GB of weights; GB here are 2**30 bytes) peaked at 2.7 GB fine-tuning, 2.0 GB scoring and
+1.7 GB evaluating in a fresh process on this machine, under their estimates of 3.2, 2.8 and 2.6 GB (docs/sweeps.md)."""
 TRAINED_EMBEDDINGS = 3.0
 
 
