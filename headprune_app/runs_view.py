@@ -52,11 +52,15 @@ def sweep_text(rec: dict, s: dict) -> str:
 
 
 def sweep_rows(rec: dict, *, now: float) -> list[dict]:
-    """A sweep's jobs running now (with how long) and its failed or skipped jobs (with their error)."""
+    """A sweep's jobs running now (with how long), its failed or skipped jobs (with their error), and each
+    attempt redone (a lost worker or node, named, or an error) with what became of the job."""
     rows = [{"job": m["what"], "host": m["host"], "attempt": m["attempt"], "running for (s)": round(now - m["started"])}
             for m in rec["running_now"]]
-    return rows + [{"job": j["what"], "host": j["host"], "attempt": j["attempts"], "error": j["error"]}
-                   for j in rec.get("jobs", []) if j["state"] in ("failed", "skipped")]
+    rows += [{"job": j["what"], "host": j["host"], "attempt": j["attempts"], "error": j["error"]}
+             for j in rec.get("jobs", []) if j["state"] in ("failed", "skipped")]
+    return rows + [{"job": j["what"], "host": r["node"], "attempt": r["attempt"],
+                    "retried": f"attempt {r['attempt']} {r['reason']} on {r['node']}; then {j['state']}"}
+                   for j in rec.get("jobs", []) for r in j.get("retries") or []]
 
 
 def _sweeps() -> None:

@@ -66,13 +66,18 @@ def test_top_set_size_and_who_owns_each_head():
 def test_sweep_progress_text_and_job_rows():
     rec = {"name": "demo", "running_now": [{"what": "curve en", "host": "h1", "attempt": 1, "started": 100.0}],
            "jobs": [{"what": "eval de", "host": "h2", "attempts": 2, "state": "failed", "error": "OOM"},
-                    {"what": "eval fr", "host": "h2", "attempts": 1, "state": "done", "error": None}]}
+                    {"what": "eval fr", "host": "h2", "attempts": 1, "state": "done", "error": None},
+                    {"what": "fine-tune en", "host": "h1", "attempts": 2, "state": "done", "error": None,
+                     "retries": [{"attempt": 1, "node": "worker-b (190fbf8b)", "reason": "lost with its node",
+                                  "lost": True}]}]}
     s = {"state": "running", "finished": 3, "total": 8, "failed": 1, "skipped": 0, "running": 1, "eta": None}
     assert runs_view.sweep_text(rec, s) == ("**demo**: running, 3 of 8 jobs finished (1 failed, 0 skipped, "
                                             "1 running)")
     rows = runs_view.sweep_rows(rec, now=130.4)
     assert rows == [{"job": "curve en", "host": "h1", "attempt": 1, "running for (s)": 30},
-                    {"job": "eval de", "host": "h2", "attempt": 2, "error": "OOM"}]
+                    {"job": "eval de", "host": "h2", "attempt": 2, "error": "OOM"},
+                    {"job": "fine-tune en", "host": "worker-b (190fbf8b)", "attempt": 1,
+                     "retried": "attempt 1 lost with its node on worker-b (190fbf8b); then done"}]
 
 
 def test_a_launched_study_with_fewer_sentences_is_a_plan_of_its_own():

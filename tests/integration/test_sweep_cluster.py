@@ -228,6 +228,13 @@ def test_a_node_lost_during_a_fine_tune_costs_only_that_attempt(tiny_cache, tmp_
     assert victim["attempts"] == 2 and victim["computed"] and victim["node"] != lost
     assert [(r["attempt"], r["node"], r["lost"]) for r in victim["retries"]] == [(1, lost, True)]
     assert all(not j["retries"] for j in rec["jobs"] if j is not victim)
+    # the Runs page's sweep table reads the record as list_sweeps gives it: the retry, the lost node named
+    from headprune_app.runs_view import sweep_rows
+    from headprune_core.plans.progress import list_sweeps
+
+    (listed,) = [r for r in list_sweeps(cache) if r["name"] == "lose"]
+    assert [r["retried"] for r in sweep_rows(listed, now=time.time()) if "retried" in r] == [
+        f"attempt 1 lost with its node on {lost}; then done"]
     # what had landed before the node died was never written again
     assert all(entries[key] == created for key, created in landed.items())
     assert not [f for f in markers.iterdir() if json.loads(f.read_text())["run"] == rec["run"]]
