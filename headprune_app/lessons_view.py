@@ -115,8 +115,10 @@ def follow(page_name: str) -> tuple[Lesson, int] | None:
     session arrives at a new step (a link, or Back / Next) on another page than the step's, or by a link without
     the step's choices, switch there with them."""
     pending = st.session_state.pop(PENDING, None)
-    if pending is not None and pending[0] in lessons()[0]:
-        go(lessons()[0][pending[0]], pending[1])
+    if pending is not None:
+        found, _ = lessons()  # read once: each call reads every lesson file
+        if pending[0] in found:
+            go(found[pending[0]], pending[1])
     at = current()
     if at is None:
         st.session_state.pop(AT, None)
