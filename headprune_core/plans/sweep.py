@@ -52,16 +52,18 @@ SPEC_FIELDS = ("name", "description", "preset", "models", "data", "seeds", "reso
 """A spec's own fields; every other field is a study-plan field (see StudyPlan) shared by every grid point."""
 
 
-WORKER_GB = 0.6
+WORKER_GB = 0.75
 """Memory of a Ray worker with torch, transformers and headprune imported but no model loaded (0.34 GB measured
-outside Ray on this machine, plus Ray's own worker and the data a job reads)."""
+outside Ray on this machine, plus Ray's own worker and the data a job reads). Ray workers that ran the tiny test
+model's jobs peaked at 0.54-0.67 GB resident here, and at 0.61 and 0.66 GB on loaded CI machines (a worker keeps
+what its earlier jobs left, and resident memory counts the shared libraries' pages it touched)."""
 
 MODEL_COPIES = {"finetune": 6.0, "gradts": 6.0, "score": 5.0, "eval": 4.5, "curve": 4.5, "refinetune": 4.5}
 """A job's memory beyond :data:`WORKER_GB`, in copies of its model's fp32 weights: a worker keeps one grid point's
 Study, which holds the base model and its two newest fine-tuned models; a job builds one more, and a fine-tune adds
 its gradients and Adam state (:data:`TRAINED_EMBEDDINGS` copies more when the word embeddings train too). The
 embedded me5-small (0.44 GB of weights; GB here are 2**30 bytes) peaked at 2.7 GB fine-tuning, 2.0 GB scoring and
-1.7 GB evaluating in a fresh process on this machine, under their estimates of 3.2, 2.8 and 2.6 GB (docs/sweeps.md)."""
+1.7 GB evaluating in a fresh process on this machine, under their estimates of 3.4, 2.9 and 2.7 GB (docs/sweeps.md)."""
 TRAINED_EMBEDDINGS = 3.0
 
 

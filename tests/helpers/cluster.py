@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -50,8 +52,21 @@ class SimulatedCluster:
         return f"{name} ({self.nodes[name].node_id[:8]})"
 
     def kill_node(self, name: str) -> None:
-        """The node dies at once (a crash or a preemption): its raylet and workers are killed."""
-        self.cluster.remove_node(self.nodes.pop(name), allow_graceful=False)
+        """The node dies at once (a crash or a preemption): its raylet and every process under it (its workers)
+        are killed together. Killing the raylet alone would leave a worker to finish its job and hand the result to
+        the driver, which talks to it directly, before it noticed its raylet gone (seen on a loaded CI)."""
+        node = self.nodes.pop(name)
+        raylet = node.all_processes["raylet"][0].process.pid
+        table = _proc_table()
+        tree, grew = {raylet}, True
+        while grew:  # every descendant of the raylet
+            more = {pid for pid, (ppid, _, _) in table.items() if ppid in tree} - tree
+            tree |= more
+            grew = bool(more)
+        for pid in [raylet, *(tree - {raylet})]:  # the raylet first, so that no one reports a worker's death alone
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.cluster.remove_node(node, allow_graceful=False)
 
     def kill_head(self) -> None:
         """The head dies at once (its GCS and raylet killed); the worker nodes lose it."""
@@ -86,10 +101,21 @@ def _proc_table() -> dict[int, tuple[int, int, str]]:
     return out
 
 
+def _pss(pid: int, rss: int) -> int:
+    """``pid``'s proportional share of its resident pages (a page shared by n processes counts 1/n to each), so
+    that a node's processes add up to the memory they hold together; ``rss`` if it cannot be read."""
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return rss
+    return next((int(line.split()[1]) * 1024 for line in rollup.splitlines() if line.startswith("Pss:")), rss)
+
+
 class NodeMemory(threading.Thread):
-    """Samples every ``period`` s, per worker node, the resident memory of the Ray workers its raylet started
-    (their processes are named ``ray::...``): ``peak[name]`` the most they held together, ``worker_peak[name]``
-    the most one of them held, ``workers[name]`` the most of them alive at once."""
+    """Samples every ``period`` s, per worker node, the memory of the Ray workers its raylet started (their
+    processes are named ``ray::...``): ``peak[name]`` the most they held together (proportional shares, so that the
+    libraries every worker maps count once), ``worker_peak[name]`` the most one of them held resident (all its
+    pages, shared or not: the larger figure), ``workers[name]`` the most of them alive at once."""
 
     def __init__(self, cluster: SimulatedCluster, period: float = 0.2):
         super().__init__(daemon=True)
@@ -105,8 +131,9 @@ class NodeMemory(threading.Thread):
         while not self.stopped.wait(self.period):
             table = _proc_table()
             for name, raylet in self.raylets.items():
-                rss = [r for pid, (ppid, r, cmd) in table.items() if ppid == raylet and cmd.startswith("ray::")]
-                self.peak[name] = max(self.peak[name], sum(rss))
+                mine = {pid: r for pid, (ppid, r, cmd) in table.items() if ppid == raylet and cmd.startswith("ray::")}
+                rss = list(mine.values())
+                self.peak[name] = max(self.peak[name], sum(_pss(pid, r) for pid, r in mine.items()))
                 self.worker_peak[name] = max([self.worker_peak[name], *rss])
                 self.workers[name] = max(self.workers[name], len(rss))
 

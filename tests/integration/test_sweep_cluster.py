@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from headprune_core.plans.sweep import SweepSpec
+from headprune_core.plans.sweep import SweepSpec, build_graph
 from headprune_core.runs.store import Store
 
 pytestmark = pytest.mark.slow
@@ -162,9 +162,11 @@ def test_a_sweep_on_three_worker_nodes_equals_the_local_sequential_run(tiny_cach
     dry = _sweep(spec, cache, cluster.address, "--dry-run")
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert f"on the cluster at {cluster.address}: 4 node(s), 4 CPUs, 0 GPUs" in dry.stdout, dry.stdout
-    # c has 2 CPUs but memory for one 0.6 GB job: 3 fine-tunes at once, not 4
+    # c has 2 CPUs but memory for one 0.8 GB job: 3 fine-tunes at once, not 4
     (row,) = [line.split() for line in dry.stdout.splitlines() if line.strip().startswith("finetune ")]
-    assert row[1:4] == ["2", "0", "2"] and row[-3:] == ["0.6", "GB", "3"], dry.stdout
+    assert row[1:4] == ["2", "0", "2"] and row[-3:] == ["0.8", "GB", "3"], dry.stdout
+    graph = build_graph(SweepSpec.from_file(spec), store=Store(cache / "runs"))
+    asked = max(graph.request(n)["memory"] for n in graph.nodes.values()) / 2**30  # the most a job asks for, GB
     memory = NodeMemory(cluster)
     run = _sweep(spec, cache, cluster.address)
     peaks = memory.stop()
@@ -180,9 +182,10 @@ def test_a_sweep_on_three_worker_nodes_equals_the_local_sequential_run(tiny_cach
     assert len(ran_on) >= 2 and set(ran_on) <= {"worker-a", "worker-b", "worker-c"}, ran_on
     spans = sorted(ran_on.get("worker-c", []))
     assert all(end <= nxt for (_, end), (nxt, _) in zip(spans, spans[1:])), "c ran two jobs at once"
-    for name, peak in peaks.items():  # each worker under the 0.6 GB its jobs asked for; each node under its own
-        # the request is an estimate: 10% over it is allowed (0.607 GB was seen once on a loaded CI)
-        assert 0 < peak["one_worker_peak_gb"] <= 0.66 and peak["workers_peak_gb"] <= shape[name][1], (name, peak)
+    for name, peak in peaks.items():  # each worker under what its jobs asked for; each node under its own memory
+        # the request is an estimate: 10% over it is allowed (resident memory varies with the load on the host)
+        assert 0 < peak["one_worker_peak_gb"] <= 1.1 * asked, (name, peak, asked)
+        assert peak["workers_peak_gb"] <= shape[name][1], (name, peak)
     monkeypatch.setenv("HEADPRUNE_CACHE", str(cache))
     seq = sequential_store(SweepSpec.from_file(spec), tmp_path / "seq")
     assert_same_entries(Store(cache / "runs"), seq)

@@ -110,7 +110,7 @@ def test_the_dry_run_estimates_on_the_clusters_nodes(tiny_cache, tmp_path):
     text = format_dry_run(big)
     assert "on the cluster at h:1: 3 node(s), 4 CPUs, 0 GPUs, 5.0 GB memory for jobs" in text
     (row,) = [line.split() for line in text.splitlines() if line.strip().startswith("finetune ")]
-    assert row[1:4] == ["3", "1", "2"] and row[-3:] == ["0.6", "GB", "3"]
+    assert row[1:4] == ["3", "1", "2"] and row[-3:] == ["0.8", "GB", "3"]
     starved = ClusterShape("tiny", (NodeShape("n", 1, 0, 0.1 * GB),))
     report = dry_run(graph, cluster=starved)
     assert report["kinds"]["finetune"]["at_once"] == 1
