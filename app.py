@@ -100,24 +100,21 @@ def sidebar() -> S.Selection:
         langs_ok = cached.prepared_languages(task, root)
         if task in plan.tasks and names_task(plan.sources, task):
             langs_ok = list(plan.task_langs(task))  # the plan names where this task's data comes from
-        src_default = plan.source_langs[0] if plan.source_langs else "en"
-        if langs_ok and src_default not in langs_ok:
-            src_default = langs_ok[0]
-        sources = list(dict.fromkeys([src_default, *langs_ok]))
+        sources = list(dict.fromkeys([S.default_source(plan, langs_ok), *langs_ok]))
         source = links.selectbox("Fine-tuned on", sources, format_func=S.lang_label, key="source",
                                  disabled=setting == "multi")
-        default_langs = [lang for lang in plan.langs if lang in langs_ok] or langs_ok[:8]
-        langs = links.multiselect("Languages", langs_ok, default=default_langs, format_func=S.lang_label,
-                                  key=f"langs:{name}:{task}")
+        langs = links.multiselect("Languages", langs_ok, default=S.default_langs(plan, langs_ok),
+                                  format_func=S.lang_label, key=f"langs:{name}:{task}")
         if not langs_ok:
             st.caption(":orange[No corpus of this task is prepared in this cache.]")
         lang = links.selectbox("Focus language", langs or [source], format_func=S.lang_label, key="lang")
-        methods = list(dict.fromkeys([plan.method, *METHODS]))
-        method = links.selectbox("Importance method", methods,
+        method = links.selectbox("Importance method", S.method_choices(plan, METHODS),
                                  format_func=lambda m: f"{m}: {METHOD_HELP.get(m, '')}", key="method")
-        normalize = links.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index("layer_sum"),
+        normalize = links.selectbox("Normalisation", NORMALIZATIONS,
+                                    index=NORMALIZATIONS.index(S.DEFAULT_NORMALIZE),
                                     format_func=lambda n: f"{n}: {NORM_HELP.get(n, '')}", key="normalize")
-        minmax = st.checkbox("Scale to [0, 1] (min-max)", value=True, key="minmax", bind="query-params")
+        minmax = st.checkbox("Scale to [0, 1] (min-max)", value=S.DEFAULT_MINMAX, key="minmax",
+                             bind="query-params")
         figures.presentation_toggle()
         lessons_view.picker()
         roles.teacher_panel()

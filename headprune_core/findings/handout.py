@@ -59,12 +59,13 @@ def view_selection(plan: StudyPlan, params: dict[str, list[str]]) -> S.Selection
     task = _one(params, "task", plan.tasks[0], plan.tasks)
     setting = _one(params, "setting", plan.settings[0], plan.settings)
     langs_ok = plan.task_langs(task)
-    source = _one(params, "source", (plan.source_langs or langs_ok)[0], langs_ok)
-    langs = tuple(x for x in params.get(f"langs:{plan.name}:{task}", []) if x in langs_ok) or langs_ok
+    source = _one(params, "source", S.default_source(plan, langs_ok), langs_ok)
+    langs = tuple(x for x in params.get(f"langs:{plan.name}:{task}", []) if x in langs_ok) or \
+        tuple(S.default_langs(plan, langs_ok))
     lang = _one(params, "lang", langs[0], langs)
-    method = _one(params, "method", plan.method, (plan.method, *METHODS))
-    normalize = _one(params, "normalize", "layer_sum", NORMALIZATIONS)
-    minmax = _one(params, "minmax", "true", ("true", "false")) == "true"
+    method = _one(params, "method", plan.method, S.method_choices(plan, METHODS))
+    normalize = _one(params, "normalize", S.DEFAULT_NORMALIZE, NORMALIZATIONS)
+    minmax = _one(params, "minmax", str(S.DEFAULT_MINMAX).lower(), ("true", "false")) == "true"
     return S.Selection(plan=plan, model=plan.model, task=task, setting=setting, source=source, langs=langs,
                        lang=lang, method=method, normalize=normalize, minmax=minmax, finetuned=plan.finetuned)
 

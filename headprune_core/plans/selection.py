@@ -33,6 +33,28 @@ LANGUAGE_NAMES = {"en": "English", "de": "German", "es": "Spanish", "fr": "Frenc
                   "nl": "Dutch", "pt": "Portuguese", "tr": "Turkish"}
 
 
+DEFAULT_NORMALIZE = "layer_sum"
+DEFAULT_MINMAX = True
+"""The sidebar's normalisation and min-max scaling when a link does not set them."""
+
+
+def default_source(plan: StudyPlan, langs_ok) -> str:
+    """The fine-tuning language a view starts on: the plan's first source language, or the first language this
+    task has if that one is not among them."""
+    source = plan.source_langs[0]
+    return source if not langs_ok or source in langs_ok else langs_ok[0]
+
+
+def default_langs(plan: StudyPlan, langs_ok) -> list[str]:
+    """The languages a view starts with: the plan's, among those this task has (else this task's first 8)."""
+    return [lang for lang in plan.langs if lang in langs_ok] or list(langs_ok)[:8]
+
+
+def method_choices(plan: StudyPlan, methods) -> list[str]:
+    """The importance methods offered, the plan's own first."""
+    return list(dict.fromkeys([plan.method, *methods]))
+
+
 def save_plan_file(plan: StudyPlan) -> Path:
     """Write ``plan`` to ``<cache>/plans/<name>.json`` (so the frame offers it next time)."""
     path = plans_dir() / f"{check_name(plan.name, 'plan name')}.json"

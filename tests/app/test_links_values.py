@@ -4,6 +4,9 @@ still opens (the label is read as its value)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+
 from headprune_core.plans import selection as S
 from tests.helpers.app import make_app
 
@@ -72,3 +75,30 @@ def test_an_unknown_value_falls_back_with_a_note(fixture_cache, monkeypatch):
     at = _open(make_app(fixture_cache["root"], monkeypatch), {"task": "klingon"}, "prune")
     assert at.session_state["task"] != "klingon"
     assert any("task" in n and "klingon" in n for n in _notes(at))
+
+
+def test_a_handout_reads_a_link_as_the_sidebar_does(fixture_cache, tmp_path, monkeypatch):
+    """The handout (no Streamlit) and the sidebar start from the same defaults: for a bare link and for links
+    that set some choices, on the fixture plan and on one that names fewer languages and another source, the
+    handout's selection equals the one the dashboard shows."""
+    from dataclasses import replace
+
+    from headprune_core.findings.handout import view_selection
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for part in ("runs", "corpora", "models"):
+        (cache / part).symlink_to(fixture_cache["root"] / part)
+    shutil.copytree(fixture_cache["root"] / "plans", cache / "plans")
+    base = fixture_cache["plan"]
+    sub = replace(base, name="sub", langs=("de", "es"), source_langs=("es",))
+    (cache / "plans" / "sub.json").write_text(json.dumps(sub.to_dict()))
+    for plan in (base, sub):
+        for params in ({}, {"task": "name", "lang": "es"},
+                       {f"langs:{plan.name}:pos": ["de", "es"], "method": "taylor", "normalize": "none",
+                        "minmax": "false"}):
+            at = _open(make_app(cache, monkeypatch), {"plan": plan.name, **params}, "importance")
+            shown = {k: at.session_state[k] for k in ("task", "setting", "source", "lang", "method", "normalize",
+                                                       "minmax")}
+            shown["langs"] = tuple(at.session_state[f"langs:{plan.name}:{shown['task']}"])
+            sel = view_selection(plan, {k: v if isinstance(v, list) else [v] for k, v in params.items()})
+            assert {k: getattr(sel, k) for k in shown} == shown, (plan.name, params)
