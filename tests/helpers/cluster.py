@@ -56,17 +56,8 @@ class SimulatedCluster:
         are killed together. Killing the raylet alone would leave a worker to finish its job and hand the result to
         the driver, which talks to it directly, before it noticed its raylet gone (seen on a loaded CI)."""
         node = self.nodes.pop(name)
-        raylet = node.all_processes["raylet"][0].process.pid
-        table = _proc_table()
-        tree, grew = {raylet}, True
-        while grew:  # every descendant of the raylet
-            more = {pid for pid, (ppid, _, _) in table.items() if ppid in tree} - tree
-            tree |= more
-            grew = bool(more)
-        for pid in [raylet, *(tree - {raylet})]:  # the raylet first, so that no one reports a worker's death alone
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        self.cluster.remove_node(node, allow_graceful=False)
+        _kill_tree(node)
+        self.cluster.remove_node(node, allow_graceful=False)  # Ray's Cluster forgets it (and its other processes)
 
     def kill_head(self) -> None:
         """The head dies at once (its GCS and raylet killed); the worker nodes lose it."""
@@ -76,11 +67,28 @@ class SimulatedCluster:
         from ray._private.utils import get_ray_address_file, read_ray_address
         for node in [*self.nodes.values(), self.cluster.head_node]:
             with contextlib.suppress(Exception):  # already gone: killed by the test, or with its head
+                _kill_tree(node)  # no worker left to land an entry after the cluster is gone
+            with contextlib.suppress(Exception):
                 self.cluster.remove_node(node, allow_graceful=False)
         self.nodes.clear()
         # the head wrote its address where a bare ray.init() looks for a cluster to join: not a gone one
         if read_ray_address() == self.address:
             Path(get_ray_address_file(None)).unlink(missing_ok=True)
+
+
+def _kill_tree(node) -> None:
+    """SIGKILL a Ray node's raylet and every process under it (its workers and agents), the raylet first, so
+    that no one reports a worker's death alone (a raylet already dead has left its workers to init: not found)."""
+    raylet = node.all_processes["raylet"][0].process.pid
+    table = _proc_table()
+    tree, grew = {raylet}, True
+    while grew:  # every descendant of the raylet
+        more = {pid for pid, (ppid, _, _) in table.items() if ppid in tree} - tree
+        tree |= more
+        grew = bool(more)
+    for pid in [raylet, *(tree - {raylet})]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _proc_table() -> dict[int, tuple[int, int, str]]:

@@ -157,7 +157,8 @@ def test_a_sweep_on_three_worker_nodes_equals_the_local_sequential_run(tiny_cach
     write_model(cache / "models" / "tiny-bert-b", seed=5)  # other weights: other keys, another Study per worker
     spec = tmp_path / "three.json"
     spec.write_text(json.dumps({"name": "three", **_grid(cache, ["tiny-bert", "tiny-bert-b"])}))
-    shape = {"worker-a": (1, 1.5), "worker-b": (1, 1.5), "worker-c": (2, 1.0)}  # name: CPUs, GB for jobs
+    # c: 2 CPUs, memory for one job (0.75 GB) but not two, and room for the idle workers Ray keeps (0.85 GB seen)
+    shape = {"worker-a": (1, 1.5), "worker-b": (1, 1.5), "worker-c": (2, 1.2)}  # name: CPUs, GB for jobs
     cluster = nodes(shape)
     dry = _sweep(spec, cache, cluster.address, "--dry-run")
     assert dry.returncode == 0, dry.stderr[-2000:]
@@ -255,14 +256,17 @@ def test_a_lost_head_stops_the_sweep_saying_so_and_a_rerun_resumes(tiny_cache, t
     root, _ = tiny_cache
     cache = shared_cache(root, tmp_path / "shared-cache")
     spec = tmp_path / "head.json"
-    # 4 seeds, 40 jobs: enough that the sweep is still running when the head dies, even on loaded cores (with 20
-    # jobs a loaded CI once finished the sweep before the kill took effect)
-    spec.write_text(json.dumps({"name": "head", **_grid(cache, ["tiny-bert"], seeds=[1, 2, 3, 4])}))
+    # 4 seeds, 40 jobs, fine-tunes of about 10 s: the head dies once 2 entries landed, so at least 2 fine-tunes
+    # (on 2 one-CPU nodes) are left, more than the 5 s the sweep waits for a lost head. A driver goes on pushing
+    # jobs to the workers it already leased with the head gone: with short jobs a loaded CI finished the sweep
+    # first.
+    spec.write_text(json.dumps({"name": "head", **_grid(cache, ["tiny-bert"], seeds=[1, 2, 3, 4],
+                                                        train={"max_train_sentences": 240, "epochs": 60.0})}))
     total = 4 * 10
     first = nodes({"worker-a": (1, 1.5), "worker-b": (1, 1.5)})
     run = _sweep(spec, cache, first.address, env={"RAY_gcs_rpc_server_reconnect_timeout_s": "8"}, wait=False)
     deadline = time.time() + 300
-    while len(Store(cache / "runs").entries()) < 4 and time.time() < deadline and run.poll() is None:
+    while len(Store(cache / "runs").entries()) < 2 and time.time() < deadline and run.poll() is None:
         time.sleep(0.1)
     first.kill_head()
     out, err = run.communicate(timeout=120)
@@ -271,7 +275,7 @@ def test_a_lost_head_stops_the_sweep_saying_so_and_a_rerun_resumes(tiny_cache, t
     assert _record(cache, "head")["state"] == "interrupted"
     first.shutdown()
     before = _entries_whole(cache)
-    assert 4 <= len(before) < total
+    assert 2 <= len(before) < total
     second = nodes({"worker-a": (1, 1.5), "worker-b": (1, 1.5)})
     again = _sweep(spec, cache, second.address)
     assert again.returncode == 0, again.stderr[-3000:]
