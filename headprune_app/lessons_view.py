@@ -22,8 +22,27 @@ PARAMS = ("lesson", "step")
 
 
 def lessons() -> tuple[dict[str, Lesson], list[str]]:
-    """The lessons on this server (presets and ``<cache>/lessons``) and a line for each unreadable file."""
-    return available()
+    """The lessons on this server (presets and ``<cache>/lessons``) and a line for each unreadable file: read
+    again only when a lesson file is added, removed or changed (one stat per file; a run asks several times)."""
+    return _read(_signature())
+
+
+def _signature() -> tuple:
+    """Each lesson file's path, inode, modification time and size (a file replaced whole gets a new inode)."""
+    out = []
+    for folder in (L.PRESET_DIR, L.lessons_dir()):
+        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+            try:
+                st_ = path.stat()
+            except OSError:  # gone since the listing: the next read says so or skips it
+                continue
+            out.append((str(path), st_.st_ino, st_.st_mtime_ns, st_.st_size))
+    return tuple(out)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _read(signature: tuple) -> tuple[dict[str, Lesson], list[str]]:  # noqa: ARG001 -- the cache's key
+    return available()  # lessons are frozen: shared by every session, never changed in place
 
 
 def current() -> tuple[Lesson, int] | None:
@@ -116,7 +135,7 @@ def follow(page_name: str) -> tuple[Lesson, int] | None:
     the step's choices, switch there with them."""
     pending = st.session_state.pop(PENDING, None)
     if pending is not None:
-        found, _ = lessons()  # read once: each call reads every lesson file
+        found, _ = lessons()
         if pending[0] in found:
             go(found[pending[0]], pending[1])
     at = current()

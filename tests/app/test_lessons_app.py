@@ -212,3 +212,25 @@ def test_a_hand_typed_link_on_the_steps_own_page_applies_the_steps_choices(fixtu
     _ok(at)
     assert "step 2 of 8" in _bar(at) and at.title[0].value == "Head importance"
     assert (at.session_state["task"], at.session_state["lang"]) == ("pos", "de")
+
+
+def test_lesson_files_are_read_again_only_when_one_changes(fixture_cache, tmp_path, monkeypatch):
+    """Runs of the app read the lessons folder once while no file changes (a run asks for the lessons several
+    times); a lesson edited by hand is read again, and the edit shows."""
+    from headprune_app import lessons_view
+    from headprune_core.plans.lessons import available
+
+    cache = _private(fixture_cache, tmp_path)
+    (cache / "lessons").mkdir()
+    path = cache / "lessons" / "mine.md"
+    path.write_text("---\ntitle: Mine\nplan: demo\n---\n\n## First look\nview: importance?task=pos\n\nOne.\n")
+    reads = []
+    monkeypatch.setattr(lessons_view, "available", lambda: reads.append(1) or available())
+    at = make_app(cache, monkeypatch)
+    at.query_params["lesson"], at.query_params["step"] = "mine", "1"
+    _ok(at)
+    _ok(at)
+    assert len(reads) == 1 and "step 1 of 1" in _bar(at)
+    path.write_text(path.read_text() + "\n## Second look\nview: prune?task=pos\n\nTwo.\n")
+    _ok(at)
+    assert len(reads) == 2 and "step 1 of 2" in _bar(at)
