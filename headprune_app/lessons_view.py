@@ -30,13 +30,12 @@ def lessons() -> tuple[dict[str, Lesson], list[str]]:
 def _signature() -> tuple:
     """Each lesson file's path, inode, modification time and size (a file replaced whole gets a new inode)."""
     out = []
-    for folder in (L.PRESET_DIR, L.lessons_dir()):
-        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-            try:
-                st_ = path.stat()
-            except OSError:  # gone since the listing: the next read says so or skips it
-                continue
-            out.append((str(path), st_.st_ino, st_.st_mtime_ns, st_.st_size))
+    for path in L.lesson_files():
+        try:
+            st_ = path.stat()
+        except OSError:  # gone since the listing: the next read says so or skips it
+            continue
+        out.append((str(path), st_.st_ino, st_.st_mtime_ns, st_.st_size))
     return tuple(out)
 
 

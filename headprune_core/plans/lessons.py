@@ -153,18 +153,23 @@ def read(path: Path) -> Lesson:
     return parse(text, path.stem, str(path))
 
 
+def lesson_files(cache: Path | None = None) -> list[Path]:
+    """Every lesson file: the presets', then the cache's (so that a later one of the same name shadows)."""
+    return [path for folder in (PRESET_DIR, lessons_dir(cache))
+            for path in (sorted(folder.glob("*.md")) if folder.is_dir() else [])]
+
+
 def available(cache: Path | None = None) -> tuple[dict[str, Lesson], list[str]]:
     """Every lesson by name (the cache's shadow the presets') and a line for each file that cannot be read."""
     found, problems = {}, []
-    for folder in (PRESET_DIR, lessons_dir(cache)):
-        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-            if not NAME.match(path.stem):
-                problems.append(f"{path}: a lesson's file name is letters, digits, - _ . (at most 64)")
-                continue
-            try:
-                found[path.stem] = read(path)
-            except LessonError as err:
-                problems.append(str(err))
+    for path in lesson_files(cache):
+        if not NAME.match(path.stem):
+            problems.append(f"{path}: a lesson's file name is letters, digits, - _ . (at most 64)")
+            continue
+        try:
+            found[path.stem] = read(path)
+        except LessonError as err:
+            problems.append(str(err))
     return found, problems
 
 

@@ -45,7 +45,7 @@ class SimulatedCluster:
         self.address = self.cluster.address
 
     def raylet_pid(self, name: str) -> int:
-        return self.nodes[name].all_processes["raylet"][0].process.pid
+        return _raylet_pid(self.nodes[name])
 
     def label(self, name: str) -> str:
         """The node as the sweep names it: ``NAME (id)``."""
@@ -76,10 +76,14 @@ class SimulatedCluster:
             Path(get_ray_address_file(None)).unlink(missing_ok=True)
 
 
+def _raylet_pid(node) -> int:
+    return node.all_processes["raylet"][0].process.pid
+
+
 def _kill_tree(node) -> None:
     """SIGKILL a Ray node's raylet and every process under it (its workers and agents), the raylet first, so
     that no one reports a worker's death alone (a raylet already dead has left its workers to init: not found)."""
-    raylet = node.all_processes["raylet"][0].process.pid
+    raylet = _raylet_pid(node)
     table = _proc_table()
     tree, grew = {raylet}, True
     while grew:  # every descendant of the raylet
