@@ -61,6 +61,13 @@ def _t(q: float, df):
     return stats.t.ppf(q, df)
 
 
+def interval_of(diff, se, df, level: float = 1 - ALPHA):
+    """The two-sided ``level`` t interval ``diff +- t(df) * se`` (numbers or arrays of one shape): what every
+    interval and verdict here is read from."""
+    half = _t(0.5 + level / 2, df) * np.asarray(se, dtype=float)
+    return diff - half, diff + half
+
+
 def _t_sf(x, df):
     from scipy import stats  # here: as _t
     return stats.t.sf(x, df)
@@ -130,7 +137,11 @@ def crossed_parts(stat, blocks: Sequence[np.ndarray]) -> dict:
     ``R``: ``R - 1`` df), ``sentences`` the run-averaged sentences' part (``n_t - 1`` df each) and ``residual``
     the run-by-sentence part both of those hold once (``(R - 1)(n_t - 1)`` df each), subtracted once. Each
     variance component is kept non-negative (a negative estimate is set to 0, as a REML fit would), and the
-    degrees of freedom are Satterthwaite's of the mean squares actually used.
+    degrees of freedom are Satterthwaite's of the mean squares actually used, with one exception: a run
+    component estimated below 0 and set to 0 is not known to be 0 (from three runs it cannot be told from one
+    that carries most of the variance), so the run-bearing part it leaves, ``max(run, residual)``, keeps the
+    ``R - 1`` degrees of freedom the runs give, and the interval never has more (``tests/unit/test_coverage.py``
+    measures what that costs and buys).
     """
     stat = np.asarray(stat, dtype=float)
     n_runs = stat.shape[-1]
@@ -160,10 +171,9 @@ def crossed_parts(stat, blocks: Sequence[np.ndarray]) -> dict:
     run_terms = [(run, n_runs - 1)] if n_runs > 1 else []
     neg = [(-v, d) for v, d in res_terms]
     df_both = satterthwaite(run_terms + sent_terms + neg) if run_terms and sent_terms else MAX_DF
-    df_run = satterthwaite(run_terms) if run_terms else MAX_DF
-    df_sent = satterthwaite(sent_terms) if sent_terms else MAX_DF
-    df_res = satterthwaite(res_terms) if res_terms else MAX_DF
-    df = np.where(run_on & sent_on, df_both, np.where(run_on, df_run, np.where(sent_on, df_sent, df_res)))
+    df_run = float(max(1, n_runs - 1))
+    # the run component set to 0: what is left holds it unmeasured; the runs' df bound the interval's
+    df = np.where(run_on & sent_on, df_both, df_run)
     if not blocks or not sent_terms:  # runs only
         var, df = run, np.full(stat.shape[:-1], float(max(1, n_runs - 1)))
     return {"var": var, "df": np.clip(df, 1.0, MAX_DF), "run": run, "sentences": sentences, "residual": residual}
@@ -226,8 +236,8 @@ class Estimate:
 
     def interval(self, level: float = 1 - ALPHA) -> tuple[float, float]:
         """The two-sided ``level`` interval: ``diff +- t(df) * se``."""
-        half = float(_t(0.5 + level / 2, self.df)) * self.se
-        return self.diff - half, self.diff + half
+        low, high = interval_of(self.diff, self.se, self.df, level)
+        return float(low), float(high)
 
     def mde(self, kind: str = "superiority") -> float:
         """The smallest true difference this many runs and sentences detect with 80% power at the 5% level
@@ -345,8 +355,7 @@ def decide(rule: Rule, diff, se, df, n_runs: int):
         out[...] = ONE_RUN
         return out if out.ndim else out.item()
     ok = se > 0  # no spread: no interval to decide from
-    half = _t(1 - rule.alpha / 2, df) * se
-    low, high = diff - half, diff + half
+    low, high = interval_of(diff, se, df, rule.level)
     if rule.kind == "superiority":
         out[ok & (high < rule.effect)] = SMALLER
         out[ok & (high < 0)] = OTHER_WAY
