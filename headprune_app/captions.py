@@ -165,20 +165,22 @@ FINDINGS = (
     "What the papers behind headprune found, checked on the model you run here. Each card states, before the "
     "data, the paper's claim with its number and baseline, the hypothesis tested here, the statistic, the "
     "control that could fail it and the rule; then what this model and data give over **training runs** (the "
-    "unit of replication), the **verdict** from the 95% interval alone, and how often that rule is wrong around "
-    "this size. A verdict is about this model, these languages and this much data: *not reproduced* means "
-    "*smaller here than the paper's*, not a refutation of the paper; *the other way* means the interval lies "
-    "wholly opposite the claim; *inconclusive* says why the data cannot tell.")
+    "unit of replication), and the **verdict**: controlled across the whole page (Holm's procedure over every "
+    "card's one-sided tests, 2.5% per statement), with each card's own verdict from its 95% interval beside it. "
+    "A verdict is about this model, these languages and this much data: *not reproduced* means *smaller here "
+    "than the paper's*, not a refutation of the paper; *the other way* means the interval lies wholly opposite "
+    "the claim; *inconclusive* says why the data cannot tell.")
 CALIBRATION = (
     "**How often each rule is wrong.** Each card's rule, run on 1,000 simulated data sets drawn per test sentence "
     "around the card's own sizes (its training runs, test sentences, and run, sentence and run-by-sentence "
     "spreads, each drawn 0.5x to 3x the measured one, with heavy tails), with a planted truth: the claim false at "
-    "its boundary, the paper's effect, the opposite. Rates are counted among the draws that passed every gate "
-    "of the rule (what a reader sees) and over all draws. `headprune findings --format json` gives the same "
+    "its boundary, the paper's effect, the opposite. Each rate is a one-sided error of the card's own verdict "
+    "(goal 2.5%; 3.5% over the staged design's looks). `headprune findings --format json` gives the same "
     "numbers.")
 CARD_NUMBERS = ("Numbers: metric [95% bootstrap interval over test sentences]; the statistic's interval takes the "
                 "training runs as the unit (a crossed ANOVA of runs and test sentences, each part counted once; "
-                "Student's t with Satterthwaite's degrees of freedom).")
+                "Student's t with Satterthwaite's degrees of freedom, never more than the runs give when the run "
+                "part is estimated at 0).")
 
 
 def mde_caption(mde: float, target: float, unit: str, kind: str, paper_effect: str) -> str:
@@ -192,14 +194,14 @@ def mde_caption(mde: float, target: float, unit: str, kind: str, paper_effect: s
 
 def calibration_text(cal: dict) -> str:
     """How often the rule is wrong around this card's sizes, from the simulation."""
-    missed = ("It misses the goal(s): " + ", ".join(cal["goals_missed"]) + ".") if cal["goals_missed"] else \
-        "Both goals are met."
+    missed = ("It misses: " + ", ".join(cal["goals_missed"]) + ".") if cal["goals_missed"] else \
+        "Every goal is met."
     return (f"**How often this rule is wrong** around this card's sizes ({cal['draws']:,} simulated draws per "
-            f"truth): says *reproduced* when the claim is false {cal['false_reproduced_given_gate']:.1%} of the "
-            f"time (goal <= 5%), *not reproduced* or *the other way* when the paper's effect is true "
-            f"{cal['false_not_reproduced_given_gate']:.1%} (goal <= 5%), both among the draws that passed the "
-            f"rule's gates (over all draws {cal['false_reproduced']:.1%} and {cal['false_not_reproduced']:.1%}); "
-            f"power at the paper's effect {cal['power']:.0%}. {missed}")
+            f"truth), each a one-sided error with the goal {cal['goal']:.1%} (within 3 Monte Carlo standard "
+            f"errors): says *reproduced* when the claim is false {cal['false_reproduced']:.1%} of the time, *not "
+            f"reproduced* or *the other way* when the paper's effect is true {cal['false_not_reproduced']:.1%}, "
+            f"*the other way* when the true difference is 0 {cal['false_other_way']:.1%}; power at the paper's "
+            f"effect {cal['power']:.0%}. {missed}")
 
 
 def findings_unprepared(model: str, task: str) -> str:

@@ -10,7 +10,6 @@ import pandas as pd
 import streamlit as st
 
 from headprune_app import cached, captions, roles
-from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
     MISSING,
@@ -22,8 +21,9 @@ from headprune_core.findings.cards import (
     Card,
     Findings,
 )
+from headprune_core.findings.page import page_control
 from headprune_core.findings.plan import findings_plan
-from headprune_core.findings.report import family_text, report_html, report_markdown, report_title, summary_rows
+from headprune_core.findings.report import page_text, report_html, report_markdown, report_title, summary_rows
 from headprune_core.plans import selection as S
 from headprune_core.runs.estimate import describe_estimate
 
@@ -101,17 +101,17 @@ def staged_caption() -> None:
 
 def summary(cards: list[Card]) -> None:
     """The table the page opens with: one row per card (the claim in a line, this model's estimate and interval
-    beside the paper's number, the verdict, and the verdict after Holm and Benjamini-Hochberg), each card's id
-    linking to its card below; then the page's family-wise error in words."""
-    fam = family(cards)
-    rows = summary_rows(cards, fam)
+    beside the paper's number, the verdict controlled across the page and the card's own), each card's id
+    linking to its card below; then the page as a whole in words."""
+    page = page_control(cards)
+    rows = summary_rows(cards, page)
     cols = list(rows[0]) if rows else []
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         cells = [f"[{r['card']}](#card-{r['card']})"] + [str(r[c]).replace("|", "\\|") for c in cols[1:]]
         lines.append("| " + " | ".join(cells) + " |")
     st.markdown("\n".join(lines))
-    st.caption(family_text(fam))
+    st.caption(page_text(page))
 
 
 def offer(f: Findings) -> None:
@@ -156,9 +156,10 @@ def calibration_frame(cards: list[Card]) -> pd.DataFrame:
         cal = c.calibration
         if cal is None:
             continue
-        rows.append({"card": c.key, "verdict": c.verdict,
-                     "false reproduced (goal <= 5%)": f"{cal['false_reproduced_given_gate']:.1%}",
-                     "false not reproduced (goal <= 5%)": f"{cal['false_not_reproduced_given_gate']:.1%}",
+        rows.append({"card": c.key, "card alone": c.verdict, "goal (one-sided)": f"{cal['goal']:.1%}",
+                     "false reproduced": f"{cal['false_reproduced']:.1%}",
+                     "false not reproduced": f"{cal['false_not_reproduced']:.1%}",
+                     "false the other way at 0": f"{cal['false_other_way']:.1%}",
                      "power": f"{cal['power']:.0%}", "goals missed": ", ".join(cal["goals_missed"]) or "none",
                      "draws": cal["draws"]})
     return pd.DataFrame(rows)
@@ -166,11 +167,13 @@ def calibration_frame(cards: list[Card]) -> pd.DataFrame:
 
 def render_card(card: Card) -> None:
     h = card.hypothesis
-    colour, icon = BADGES[card.verdict]
+    colour, icon = BADGES[card.shown]
     with st.container(border=True):
         head, badge = st.columns([5, 2])
         head.subheader(f"({card.key}) {card.title}", anchor=f"card-{card.key}")
-        badge.badge(card.verdict, icon=icon, color=colour)
+        badge.badge(card.shown, icon=icon, color=colour)
+        if card.shown != card.verdict:
+            badge.caption(f"card alone: {card.verdict}")
         st.markdown(f"**Verdict.** {card.verdict_text()}")
         st.markdown(f"**The paper.** {card.claim}")
         st.markdown(f"**Hypothesis.** {h.hypothesis}  \n**Statistic.** {h.statistic}  \n**Control.** {h.control}")

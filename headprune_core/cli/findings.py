@@ -8,11 +8,11 @@ import sys
 import textwrap
 from dataclasses import replace
 
-from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
+from headprune_core.findings.page import page_control
 from headprune_core.findings.plan import findings_plan
-from headprune_core.findings.report import calibration_line, family_text, report_title, summary_rows, write_report
+from headprune_core.findings.report import calibration_line, page_text, report_title, summary_rows, write_report
 from headprune_core.plans.presets import find_plan
 
 
@@ -36,21 +36,22 @@ def cmd_findings(args) -> int:
     if unknown:
         raise KeyError(f"unknown findings card {unknown[0]!r}; known: {', '.join(BY_ID)}")
     staged = _staged(found, args)  # the plain cards unless a staged design's later look is in the cache
+    page = page_control(staged.cards, draws=args.draws)  # over every card, whichever are printed
     cards = [c for c in staged.cards if not args.card or c.key in args.card]
     missing = staged.next_jobs if staged.next_look == 0 else []  # the plan's own jobs not cached (look 1)
-    fam = family(cards)
     if args.format == "json":
         print(json.dumps({"plan": plan.name, "model": plan.model, "missing_jobs": len(missing),
-                          "cards": [c.to_dict() for c in cards], "family": fam, "staged": staged.to_dict()}, indent=2))
+                          "cards": [c.to_dict() for c in cards], "family": page, "staged": staged.to_dict()},
+                         indent=2))
         return 0
     if len(staged.looks) > 1 or args.staged or args.budget is not None:
         print(staged_text(staged) + "\n")
     print(f"Findings of plan {plan.name} ({plan.model}): {len(missing)} of {len(found.jobs)} results not computed "
           f"yet{' (headprune study ' + plan.name + ' computes them)' if missing else ''}.\n")
-    for row in summary_rows(cards, fam):
-        print(f"  {row['card']:>3}  {row['verdict']:<46} {row['here']}  (paper: {row['paper']}; after Holm: "
-              f"{row['after Holm']}, BH: {row['after BH']})")
-    print("\n" + textwrap.fill(family_text(fam), width=110) + "\n")
+    for row in summary_rows(cards, page):
+        print(f"  {row['card']:>3}  {row['verdict']:<46} {row['here']}  (paper: {row['paper']}; card alone: "
+              f"{row['card alone']})")
+    print("\n" + textwrap.fill(page_text(page), width=110) + "\n")
     for card in cards:
         print(card_text(card))
     return 0
@@ -136,7 +137,7 @@ def card_text(card: Card, width: int = 110) -> str:
     def para(label: str, text: str) -> str:
         return textwrap.fill(f"{label}: {text}", width=width, subsequent_indent="    ")
 
-    lines = [f"({h.id}) {h.title}: {card.verdict.upper()}", para("  verdict", card.verdict_text()),
+    lines = [f"({h.id}) {h.title}: {card.shown.upper()}", para("  verdict", card.verdict_text()),
              para("  paper", h.claim),
              para("  hypothesis", h.hypothesis), para("  statistic", h.statistic), para("  control", h.control),
              para("  rule", h.rule.text())]

@@ -42,6 +42,13 @@ class Card:
     same_as: str = ""  # the card whose result this one is (verdict SAME), shown and counted there
     looks: tuple | None = None  # a staged design's looks ((runs, alpha), ...): its rates count every look
     look: int = 0  # which of them gave the verdict (0: the first, the preset's own three runs)
+    headline: str = ""  # the verdict controlled across the page (findings/page.py); "" until the page sets it
+    page_note: str = ""  # why the headline differs from the card's own verdict, in a line
+
+    @property
+    def shown(self) -> str:
+        """The verdict a reader sees first: the page's headline once the page is read, else the card's own."""
+        return self.headline or self.verdict
 
     key = property(lambda self: self.hypothesis.id)
     title = property(lambda self: self.hypothesis.title)
@@ -74,23 +81,26 @@ class Card:
                                      looks=self.looks)
 
     def verdict_text(self) -> str:
-        """The verdict in words that name this model and data beside the paper's: a *not reproduced* reads as
-        "smaller on this model and data", never as a refutation of the paper."""
+        """The headline verdict in words that name this model and data beside the paper's (a *not reproduced*
+        reads as "smaller on this model and data", never as a refutation of the paper), and where the page's
+        control changed the card's own verdict, what the card alone says."""
         h = self.hypothesis
         here = " and ".join(x for x in (self.model, self.data) if x) or "this model and data"
-        if self.verdict == SMALLER:
-            return f"Not reproduced: smaller on {here} than the paper's {h.paper_effect}."
-        if self.verdict == OTHER_WAY:
+        verdict = self.shown
+        note = f" {self.page_note}" if self.page_note else ""
+        if verdict == SMALLER:
+            return f"Not reproduced: smaller on {here} than the paper's {h.paper_effect}.{note}"
+        if verdict == OTHER_WAY:
             way = "a difference larger than the margin" if h.rule.kind == "equivalence" else "the opposite sign"
             return (f"The other way on {here}: {way}, where the paper reports {h.paper_effect}. A result about this "
-                    "model and data, not a refutation of the paper.")
-        if self.verdict == REPRODUCED:
-            return f"Reproduced on {here} (the paper: {h.paper_effect})."
-        if self.verdict == MISSING:
+                    f"model and data, not a refutation of the paper.{note}")
+        if verdict == REPRODUCED:
+            return f"Reproduced on {here} (the paper: {h.paper_effect}).{note}"
+        if verdict == MISSING:
             return "Not computed yet."
-        if self.verdict == SAME:
+        if verdict == SAME:
             return f"One result with card {self.same_as}: {self.reason}."
-        return f"Inconclusive on {here}: {self.reason}."
+        return f"Inconclusive on {here}: {self.reason}.{note}"
 
     def estimate_text(self) -> str:
         """``"+0.42 [-0.31, +1.15] (3 runs; MDE 1.9 points vs the paper's 0.91)"`` per part."""
@@ -110,15 +120,15 @@ class Card:
         return {"id": h.id, "title": h.title, "claim": h.claim, "paper": h.paper, "hypothesis": h.hypothesis,
                 "statistic": h.statistic, "control": h.control, "rule": h.rule.text(), "kind": h.rule.kind,
                 "margin": h.rule.margin, "effect": h.rule.effect, "unit": h.rule.unit,
-                "paper_effect": h.paper_effect, "mde": self.mde, "verdict": self.verdict,
+                "paper_effect": h.paper_effect, "mde": self.mde, "verdict": self.shown,
+                "verdict_unadjusted": self.verdict, "page_note": self.page_note,
                 "verdict_text": self.verdict_text(), "reason": self.reason, "p": self.p, "model": self.model,
                 "data": self.data, "same_as": self.same_as, "alpha": h.rule.alpha, "look": self.look,
                 "numbers": {"estimates": {name or "all": e.to_dict() for name, e in self.estimates.items()},
                             **self.numbers},
                 "calibration": None if self.calibration is None else {
-                    k: self.calibration[k] for k in ("false_reproduced", "false_not_reproduced",
-                                                     "false_reproduced_given_gate", "false_not_reproduced_given_gate",
-                                                     "power", "draws", "goals_missed", "rates", "sizes")}
+                    k: self.calibration[k] for k in ("false_reproduced", "false_not_reproduced", "false_other_way",
+                                                     "power", "draws", "goal", "goals_missed", "rates", "sizes")}
                     | ({"looks": self.calibration["looks"]} if self.looks else {}),
                 "measured": self.measured, "protocol": self.protocol, "missing": self.missing, "notes": self.notes,
                 "rows": self.rows, "page": h.page}

@@ -136,14 +136,13 @@ def prune_shown(study: Study, sel: S.Selection, params: dict[str, list[str]]) ->
 
 def findings_shown(study: Study, plan: StudyPlan, draws: int) -> Shown:
     """The Findings cards' summary table (the staged design's decided look where one is cached)."""
-    from headprune_core.findings.calibration import family  # here: the cards' modules load only for this step
-    from headprune_core.findings.cards import Findings
+    from headprune_core.findings.cards import Findings  # here: the cards' modules load only for this step
     from headprune_core.findings.plan import findings_plan
     from headprune_core.findings.staged import read_staged
 
     found = Findings(study, findings_plan(plan, study.head_shape), draws=draws)
     cards = read_staged(study, found.plan, draws=draws, first=found).cards
-    shown = Shown(tables=[table_html(summary_rows(cards, family(cards)))])
+    shown = Shown(tables=[table_html(summary_rows(cards))])
     missing = sum(not c.estimates for c in cards)
     if missing:
         shown.lines.append(f"{missing} of {len(cards)} cards are not computed in this cache yet "

@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from headprune_core.base.files import write_file_atomic
-from headprune_core.findings.calibration import family
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
     MISSING,
@@ -33,6 +32,7 @@ from headprune_core.findings.cards import (
     Card,
     Findings,
 )
+from headprune_core.findings.page import page_control
 
 FORMATS = ("html", "md")
 COLOURS = {REPRODUCED: "#1a7f37", SMALLER: "#8250df", OTHER_WAY: "#cf222e", INCONCLUSIVE: "#bf8700",
@@ -68,7 +68,7 @@ def card_figure(card: Card) -> dict | None:
          "hovertemplate": "run: %{x:.2f}<extra></extra>"},
         {"type": "scatter", "mode": "markers", "name": f"mean, {rule.level_text} interval",
          "x": [e.diff for e in est], "y": names,
-         "marker": {"color": COLOURS.get(card.verdict, "#0969da"), "size": 14},
+         "marker": {"color": COLOURS.get(card.shown, "#0969da"), "size": 14},
          "error_x": {"type": "data", "symmetric": False, "array": [hi - e.diff for e, (_, hi) in zip(est, intervals)],
                      "arrayminus": [e.diff - lo for e, (lo, _) in zip(est, intervals)], "thickness": 3, "width": 8},
          "hovertemplate": "%{x:.2f}<extra></extra>"},
@@ -86,7 +86,7 @@ def card_figure(card: Card) -> dict | None:
                        "fillcolor": "rgba(9,105,218,0.12)", "line": {"width": 0}})
         notes.append({"x": 0, "y": 1, "yref": "paper", "text": f"equivalence margin +-{rule.margin:g}",
                       "showarrow": False, "yanchor": "bottom", "font": {"color": "#0969da"}})
-    layout = {"title": {"text": f"({card.key}) {card.title}: {card.verdict}"},
+    layout = {"title": {"text": f"({card.key}) {card.title}: {card.shown}"},
               "xaxis": {"title": {"text": f"{_short(card.hypothesis.statistic)} ({rule.unit})"},
                         "zeroline": False},
               "yaxis": {"automargin": True}, "shapes": shapes, "annotations": notes, "height": 200 + 60 * len(names),
@@ -123,20 +123,19 @@ def _cell(value) -> str:
 
 
 def calibration_line(cal: dict) -> str:
-    """How often a card's rule is wrong, in a line (the rates among the draws that passed its gates)."""
-    missed = f"; misses {', '.join(cal['goals_missed'])}" if cal.get("goals_missed") else "; meets both goals"
-    return (f"false reproduced {cal['false_reproduced_given_gate']:.1%}, false not reproduced "
-            f"{cal['false_not_reproduced_given_gate']:.1%} (goals <= 5%, among the draws that passed the rule's "
-            f"gates; over all draws {cal['false_reproduced']:.1%} and {cal['false_not_reproduced']:.1%}), power at "
-            f"the paper's effect {cal['power']:.0%}, {cal['draws']:,} simulated draws around this card's sizes"
-            f"{missed}")
+    """How often a card's rule is wrong, in a line."""
+    missed = f"; misses {', '.join(cal['goals_missed'])}" if cal.get("goals_missed") else "; meets its goals"
+    return (f"false reproduced {cal['false_reproduced']:.1%}, false not reproduced "
+            f"{cal['false_not_reproduced']:.1%}, false the other way at a true 0 {cal['false_other_way']:.1%} "
+            f"(each one-sided, goal <= {cal['goal']:.1%} within 3 Monte Carlo standard errors), power at the "
+            f"paper's effect {cal['power']:.0%}, {cal['draws']:,} simulated draws around this card's sizes{missed}")
 
 
-def summary_rows(cards: list[Card], fam: dict | None = None) -> list[dict]:
+def summary_rows(cards: list[Card], page: dict | None = None) -> list[dict]:
     """One row per card for the table a page opens with: the claim in a line, this model's estimate and
-    interval beside the paper's number, the verdict, and the verdict after Holm (within the paper) and
-    Benjamini-Hochberg (across cards)."""
-    adjusted = (fam or {}).get("cards", {})
+    interval beside the paper's number, the verdict controlled across the page (:func:`page_control`), and the
+    card's own verdict before that control."""
+    page = page if page is not None else page_control(cards)
     rows = []
     for c in cards:
         here = f"see card {c.same_as}" if c.verdict == SAME else "not computed yet"
@@ -144,29 +143,35 @@ def summary_rows(cards: list[Card], fam: dict | None = None) -> list[dict]:
             here = "; ".join(f"{name + ': ' if name else ''}{e.diff:+.2f} [{lo:+.2f}, {hi:+.2f}]"
                              for name, e in c.estimates.items() for lo, hi in [e.interval(c.hypothesis.rule.level)])
             here += f" {c.hypothesis.rule.unit}, {min(e.n_runs for e in c.estimates.values())} runs"
-        adj = adjusted.get(c.key, {})
         rows.append({"card": c.key, "claim": c.title, "here": here, "paper": c.hypothesis.paper_effect,
-                     "verdict": c.verdict, "after Holm": adj.get("verdict_holm", "-"),
-                     "after BH": adj.get("verdict_bh", "-")})
+                     "verdict": c.shown, "card alone": c.verdict})
     return rows
 
 
-def family_text(fam: dict) -> str:
-    """The page's family-wise error, in words."""
-    return (f"The page as a whole: if every claim were false at its boundary, at least one of the "
-            f"{fam['n_calibrated']} cards would read 'reproduced' with probability {fam['false_reproduced_any']:.0%} "
-            f"(each card's measured rate, the cards taken as independent; union bound {fam['bound']:.0%}). Holm "
-            f"within each of the {fam['families']} papers' families keeps that at most {fam['after_holm']:.0%}; "
-            "Benjamini-Hochberg across cards keeps the expected share of false 'reproduced' among those shown at "
-            "most 2.5%. The table shows the verdicts after each.")
+def page_text(page: dict) -> str:
+    """The page as a whole, in words: the procedure, its bound per direction, the simulated page-wide rates."""
+    rates = page["rates"]
+    true, false = rates["claims_true"], rates["claims_false"]
+    return (f"The page as a whole: the verdicts are controlled across it by {page['procedure']}, over the "
+            f"{page['tested']} cards "
+            f"tested. By the union bound, whatever the truths and however cards share runs, each statement is "
+            f"false anywhere on the page with probability at most {page['alpha']:.1%}. Simulated around each "
+            f"card's sizes ({rates['draws']:,} pages, cards drawn independently): were every claim true, some "
+            f"card would read 'not reproduced' or 'the other way' on {true['any_false_against']:.1%} of pages "
+            f"({true['any_false_against_unadjusted']:.1%} from the cards alone); were every claim false, some card "
+            f"would read 'reproduced' on {false['any_false_reproduced']:.1%} "
+            f"({false['any_false_reproduced_unadjusted']:.1%} alone) and 'the other way' on "
+            f"{false['any_false_other_way']:.1%} ({false['any_false_other_way_unadjusted']:.1%} alone). "
+            f"{page['decided']} cards are decided on the page, {page['decided_unadjusted']} by the cards alone; "
+            "the column 'card alone' gives each card's own verdict (its 95% interval, 2.5% per side).")
 
 
 def _card_html(card: Card, figure_id: str) -> str:
     h = card.hypothesis
-    colour = COLOURS.get(card.verdict, "#0969da")
-    parts = [f'<section class="card" id="card-{_e(card.key)}" data-verdict="{_e(card.verdict)}">',
+    colour = COLOURS.get(card.shown, "#0969da")
+    parts = [f'<section class="card" id="card-{_e(card.key)}" data-verdict="{_e(card.shown)}">',
              f'<h2>({_e(card.key)}) {_e(card.title)} <span class="badge" style="background:{colour}">'
-             f"{_e(card.verdict)}</span></h2>", f"<p><b>Verdict.</b> {_e(card.verdict_text())}</p>",
+             f"{_e(card.shown)}</span></h2>", f"<p><b>Verdict.</b> {_e(card.verdict_text())}</p>",
              f"<p><b>The paper</b> ({_e(card.paper)}). {_e(card.claim)}</p>",
              f"<p><b>Hypothesis.</b> {_e(h.hypothesis)}<br><b>Statistic.</b> {_e(h.statistic)}<br>"
              f"<b>Control.</b> {_e(h.control)}</p>"]
@@ -213,18 +218,18 @@ def safe_json(value) -> str:
 def report_html(cards: list[Card], *, title: str, intro: str = "", created: datetime | None = None) -> str:
     """One self-contained HTML page: a summary table, then every card with its interactive chart."""
     created = created or datetime.now(UTC)
+    page = page_control(cards)  # first: the headlines the figures and counts show
     figures, ids = {}, []
     for i, card in enumerate(cards):
         fig = card_figure(card)
         ids.append(f"chart-{i}" if fig is not None else "")
         if fig is not None:
             figures[ids[-1]] = fig
-    counts = {v: sum(c.verdict == v for c in cards) for v in VERDICTS}
+    counts = {v: sum(c.shown == v for c in cards) for v in VERDICTS}
     count_text = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-    fam = family(cards)
     body = [f"<h1>{_e(title)}</h1>", f"<p>{_e(intro)}</p>" if intro else "",
             f"<p>{len(cards)} cards: {_e(count_text)}. Written {created:%Y-%m-%d %H:%M} UTC by headprune.</p>",
-            table_html(summary_rows(cards, fam), link="card"), f"<p class='note'>{_e(family_text(fam))}</p>",
+            table_html(summary_rows(cards, page), link="card"), f"<p class='note'>{_e(page_text(page))}</p>",
             *(_card_html(c, fid) for c, fid in zip(cards, ids))]
     script = ("const FIGURES = " + safe_json(figures) + ";\n"
               "for (const [id, fig] of Object.entries(FIGURES)) {\n"
@@ -256,12 +261,12 @@ def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: 
     lines = [f"# {_md(title)}", ""]
     if intro:
         lines += [_md(intro), ""]
-    fam = family(cards)
-    lines += [f"Written {created:%Y-%m-%d %H:%M} UTC by headprune.", "", *_table_md(summary_rows(cards, fam)),
-              _md(family_text(fam)), ""]
+    page = page_control(cards)
+    lines += [f"Written {created:%Y-%m-%d %H:%M} UTC by headprune.", "", *_table_md(summary_rows(cards, page)),
+              _md(page_text(page)), ""]
     for card in cards:
         h = card.hypothesis
-        lines += [f"## ({card.key}) {_md(card.title)}: {card.verdict}", "", f"**Verdict.** {_md(card.verdict_text())}",
+        lines += [f"## ({card.key}) {_md(card.title)}: {card.shown}", "", f"**Verdict.** {_md(card.verdict_text())}",
                   "",
                   f"**The paper** ({_md(card.paper)}). {_md(card.claim)}", "",
                   f"**Hypothesis.** {_md(h.hypothesis)}  ", f"**Statistic.** {_md(h.statistic)}  ",

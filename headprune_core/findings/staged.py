@@ -30,7 +30,8 @@ from pathlib import Path
 from headprune_core.findings.calibration import calibrate
 from headprune_core.findings.cards import INCONCLUSIVE, MISSING, Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
-from headprune_core.methods.inference import satterthwaite
+from headprune_core.findings.page import page_control
+from headprune_core.methods.inference import DECIDED, satterthwaite
 from headprune_core.multitask.plan import find_gradts_plan
 from headprune_core.plans.plan import StudyPlan, plan_jobs
 from headprune_core.runs.estimate import estimate_jobs
@@ -196,9 +197,11 @@ def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None
     cards = {c.key: c for c in first.cards()}
     missing = first.missing()
     looks = [{"look": 1, "runs": LOOKS[0][0], "alpha": LOOKS[0][1], "cards": list(cards),
-              "decided": [k for k, c in cards.items() if c.verdict not in (INCONCLUSIVE, MISSING)]}]
+              "decided": [k for k, c in cards.items() if c.verdict in DECIDED]}]
     if missing:
-        return Staged(list(cards.values()), looks, plan, missing, 0)
+        state = Staged(list(cards.values()), looks, plan, missing, 0)
+        page_control(state.cards, draws=draws)
+        return state
     eligible = [k for k, c in cards.items() if k in READS and c.estimates and worth_more_runs(k, sizes)]
     open_ = [k for k in eligible if is_open(cards[k])]
     state = Staged(list(cards.values()), looks)
@@ -225,6 +228,7 @@ def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None
                 card.calibration = calibrate(card.hypothesis, list(card.estimates.values()), draws=draws,
                                              looks=LOOKS)
     state.cards = list(cards.values())
+    page_control(state.cards, draws=draws)  # the headlines, controlled across the page
     return state
 
 

@@ -26,7 +26,8 @@ results and raises the error among the cards it lets through):
 One gate is fixed before the data: fewer than ``min_runs`` training runs is *inconclusive: one training run*
 (no replication, whatever the sentences say). A difference with no spread at all (every run and sentence the
 same, as when the dev split picks the unpruned model in every run) has no interval: *inconclusive*.
-:func:`draw_verdicts` measures how often a rule is wrong when a known truth is planted, per sentence.
+:func:`draw_verdicts` measures how often a rule is wrong when a known truth is planted, per sentence;
+:func:`statement_p` gives the one-sided p-value behind each statement, for the page's control across cards.
 """
 
 from __future__ import annotations
@@ -381,6 +382,25 @@ def p_value(rule: Rule, diff, se, df):
     return p if p.ndim else float(p)
 
 
+def statement_p(rule: Rule, diff, se, df) -> dict[str, np.ndarray | float]:
+    """The one-sided p-value behind each statement a verdict can make, so that the rule's verdict at level
+    ``1 - alpha`` is exactly "the statement's p < alpha / 2": ``REPRODUCED`` (:func:`p_value`); for a superiority
+    rule ``SMALLER`` (H0: the difference is at least the paper's effect) and ``OTHER_WAY`` (H0: it is at least 0);
+    for an equivalence rule ``OTHER_WAY`` (H0: it lies within the margin; the smaller of the two sides' p, the
+    two regions being disjoint). The page's control (:mod:`headprune_core.findings.page`) adjusts these."""
+    diff, se, df = (np.asarray(x, dtype=float) for x in (diff, se, df))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        safe = np.where(se > 0, se, np.nan)
+        if rule.kind == "superiority":
+            out = {SMALLER: _t_sf((rule.effect - diff) / safe, df), OTHER_WAY: _t_sf(-diff / safe, df)}
+        else:
+            out = {OTHER_WAY: np.minimum(_t_sf((diff - rule.margin) / safe, df),
+                                         _t_sf((-rule.margin - diff) / safe, df))}
+    out = {k: np.where(np.isnan(v), 1.0, v) for k, v in out.items()}
+    out[REPRODUCED] = np.asarray(p_value(rule, diff, se, df), dtype=float)
+    return {k: v if v.ndim else float(v) for k, v in out.items()}
+
+
 def truths(rule: Rule) -> dict[str, float]:
     """The differences a simulation plants: ``null`` (the claim is false at its boundary: no effect, or a
     difference at the margin), ``paper`` (the claim is true: the paper's effect, or no difference) and
@@ -401,27 +421,19 @@ def _heavy(rng: np.random.Generator, dof: float, size) -> np.ndarray:
     return rng.standard_t(dof, size=size) * math.sqrt((dof - 2) / dof)
 
 
-def draw_verdicts(rule: Rule, delta: float, size: dict, *, draws: int, rng: np.random.Generator,
-                  spread: tuple[float, float] = SCALE_RANGE, looks: Sequence[tuple[int, float]] | None = None) -> dict:
-    """``draws`` verdicts of ``rule`` when the true difference is ``delta``, simulated per sentence.
+def draw_estimates(delta: float, size: dict, *, runs: Sequence[int], draws: int, rng: np.random.Generator,
+                   spread: tuple[float, float] = SCALE_RANGE) -> list[dict]:
+    """``draws`` estimates when the true difference is ``delta``, simulated per sentence, judged on the first
+    ``runs[i]`` runs at each look ``i``: per look ``{"runs", "diff", "se", "df"}`` (arrays of ``draws``).
 
     Data-generating model, per draw: ``y[r, j] = delta + a[r] + b[j] + e[r, j]`` for ``R`` runs and up to
     :data:`SIM_SENTENCES` test sentences, with run, sentence and run-by-sentence effects from heavy-tailed
     Student-t distributions (5, 4 and 4 df), each standard deviation the recorded one (``size``, as
     :meth:`Estimate.size`) times a factor drawn log-uniformly in ``spread`` (0.5x to 3x): the true sizes are
-    drawn around the estimates, not fixed at them. The rule sees what it sees on real results: the per-run
-    means and the crossed ANOVA of the per-(run, sentence) values (or the runs alone when ``size`` has no
-    sentences).
-
-    ``looks`` (``[(runs, alpha), ...]``, runs rising): a staged design. The draw is judged on its first runs at
-    each look with that look's alpha, and keeps the first verdict that decides (reproduced, smaller here, the
-    other way); a draw open at the last look stays inconclusive. Default: one look, ``size``'s runs at the rule's
-    alpha. Returns ``{"verdict", "passed", "look"}``: the verdicts, which draws passed every gate the rule has,
-    and the index of the look each verdict came from.
+    drawn around the estimates, not fixed at them. The estimate is what real results give: the per-run means
+    and the crossed ANOVA of the per-(run, sentence) values (or the runs alone when ``size`` has no sentences).
     """
-    n_runs = int(size["n_runs"])
-    looks = tuple((int(r), float(a)) for r, a in looks) if looks else ((n_runs, rule.alpha),)
-    r_max = max(r for r, _ in looks)
+    n_runs, r_max = int(size["n_runs"]), max(runs)
     parts = np.array([size["run"], size["sentences"], size["residual"]], dtype=float)
     total = parts.sum()
     if total <= 0:
@@ -444,19 +456,33 @@ def draw_verdicts(rule: Rule, delta: float, size: dict, *, draws: int, rng: np.r
         sd_e = np.sqrt(parts[2] * n_runs * n) * scale[:, 2]
         b = sd_b[:, None] * _heavy(rng, 4, (draws, n))
         y = delta + a[:, :, None] + b[:, None, :] + sd_e[:, None, None] * _heavy(rng, 4, (draws, r_max, n))
-    by_look = []
-    passed = np.ones(draws, dtype=bool)
-    for i, (runs, alpha) in enumerate(looks):
-        yr = y[:, :runs]
+    out = []
+    for r in runs:
+        yr = y[:, :r]  # (draws, runs, sentences)
         stat = yr.mean(axis=-1)
         est = crossed_parts(stat, [] if runs_only else [yr])
-        se = np.sqrt(np.maximum(est["var"], 0.0))
-        by_look.append(np.asarray(decide(replace(rule, alpha=alpha), stat.mean(axis=-1), se, est["df"], runs),
-                                  dtype=object).reshape(draws))
-        if i == 0:
-            passed = (by_look[0] != ONE_RUN) & (se > 0)
-    verdict, look = sequential(np.stack(by_look))
-    return {"verdict": verdict, "passed": passed, "look": look, "by_look": np.stack(by_look)}
+        out.append({"runs": int(r), "diff": stat.mean(axis=-1), "se": np.sqrt(np.maximum(est["var"], 0.0)),
+                    "df": est["df"]})
+    return out
+
+
+def draw_verdicts(rule: Rule, delta: float, size: dict, *, draws: int, rng: np.random.Generator,
+                  spread: tuple[float, float] = SCALE_RANGE, looks: Sequence[tuple[int, float]] | None = None) -> dict:
+    """``draws`` verdicts of ``rule`` when the true difference is ``delta``, on estimates simulated per sentence
+    (:func:`draw_estimates`).
+
+    ``looks`` (``[(runs, alpha), ...]``, runs rising): a staged design. The draw is judged on its first runs at
+    each look with that look's alpha, and keeps the first verdict that decides (reproduced, smaller here, the
+    other way); a draw open at the last look stays inconclusive. Default: one look, ``size``'s runs at the rule's
+    alpha. Returns ``{"verdict", "look", "by_look", "estimates"}``: the verdicts, the index of the look each came
+    from, every look's verdicts and every look's estimates.
+    """
+    looks = tuple((int(r), float(a)) for r, a in looks) if looks else ((int(size["n_runs"]), rule.alpha),)
+    estimates = draw_estimates(delta, size, runs=[r for r, _ in looks], draws=draws, rng=rng, spread=spread)
+    by_look = np.stack([np.asarray(decide(replace(rule, alpha=alpha), e["diff"], e["se"], e["df"], r),
+                                   dtype=object).reshape(draws) for (r, alpha), e in zip(looks, estimates)])
+    verdict, look = sequential(by_look)
+    return {"verdict": verdict, "look": look, "by_look": by_look, "estimates": estimates}
 
 
 def sequential(by_look: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -469,41 +495,31 @@ def sequential(by_look: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return by_look[first, np.arange(by_look.shape[1])], first
 
 
-def rates(verdicts: np.ndarray, passed: np.ndarray | None = None) -> dict[str, float]:
-    """The share of each verdict among ``verdicts`` (among those that ``passed`` every gate, when given; nan
-    when none did)."""
+def rates(verdicts: np.ndarray) -> dict[str, float]:
+    """The share of each verdict among ``verdicts`` (nan when there are none)."""
     v = np.asarray(verdicts, dtype=object)
-    if passed is not None:
-        v = v[np.asarray(passed, dtype=bool)]
     if not v.size:
         return {k: float("nan") for k in (*DECIDED, INCONCLUSIVE, ONE_RUN)}
     return {k: float(np.mean(v == k)) for k in (*DECIDED, INCONCLUSIVE, ONE_RUN)}
 
 
-def error_rates(by_truth: dict[str, dict[str, float]], draws: int,
-                given_gate: dict[str, dict[str, float]] | None = None) -> dict:
+def error_rates(rule: Rule, by_truth: dict[str, dict[str, float]], draws: int) -> dict:
     """The calibration summary of verdict shares under each planted truth (``null``, ``paper``, ``opposite``):
     false *reproduced* under the null, false *not reproduced* (smaller or the other way) under the paper's
-    effect, power, and the same two rates among the draws that passed every gate (equal to the plain rates
-    when no gate depends on the data)."""
-    g = given_gate or by_truth
-
-    def against(r):
-        return sum(r[k] for k in AGAINST)
-
-    return {"false_reproduced": by_truth["null"][REPRODUCED], "false_not_reproduced": against(by_truth["paper"]),
-            "false_reproduced_given_gate": g["null"][REPRODUCED],
-            "false_not_reproduced_given_gate": against(g["paper"]),
+    effect, false *the other way* where the true difference is 0 (a superiority rule's null; an equivalence
+    rule's claim), and power. The rules have no gate that depends on the data (fewer than ``min_runs`` runs is
+    known before them), so these are also the rates among the verdicts a reader sees."""
+    zero = "null" if rule.kind == "superiority" else "paper"
+    return {"false_reproduced": by_truth["null"][REPRODUCED],
+            "false_not_reproduced": sum(by_truth["paper"][k] for k in AGAINST),
+            "false_other_way": by_truth[zero][OTHER_WAY],
             "power": by_truth["paper"][REPRODUCED], "rates": by_truth, "draws": draws}
 
 
 def simulate(rule: Rule, size: dict, *, draws: int = 1000, seed: int = 0) -> dict:
     """How often ``rule`` is wrong at ``size`` (as :meth:`Estimate.size`), measured: each planted truth
-    (:func:`truths`) drawn ``draws`` times per sentence (:func:`draw_verdicts`), and the verdicts counted, both
-    over all draws and among the draws that passed the rule's gates."""
+    (:func:`truths`) drawn ``draws`` times per sentence (:func:`draw_verdicts`), and the verdicts counted."""
     rng = np.random.default_rng(seed)
-    plain, given = {}, {}
-    for name, delta in truths(rule).items():
-        out = draw_verdicts(rule, delta, size, draws=draws, rng=rng)
-        plain[name], given[name] = rates(out["verdict"]), rates(out["verdict"], out["passed"])
-    return {**error_rates(plain, draws, given), "size": dict(size)}
+    by_truth = {name: rates(draw_verdicts(rule, delta, size, draws=draws, rng=rng)["verdict"])
+                for name, delta in truths(rule).items()}
+    return {**error_rates(rule, by_truth, draws), "size": dict(size)}

@@ -109,7 +109,10 @@ def test_findings_prints_the_cards_of_the_cache_as_text_or_json(tiny_cache, caps
         assert {"id", "claim", "paper", "hypothesis", "statistic", "control", "margin", "mde", "verdict", "numbers",
                 "calibration"} <= set(card)
         assert card["verdict"] == "not computed yet" and card["missing"] and card["calibration"] is None
-    assert doc["family"]["cards"] == {} and doc["family"]["false_reproduced_any"] == 0.0  # nothing decided yet
+    page = doc["family"]  # nothing decided yet: nothing tested on the page, nothing to be wrong about
+    assert page["cards"] == {} and page["tested"] == 0 and page["rates"]["claims_true"]["any_false_against"] == 0.0
+    assert page["bound"] == {"false_reproduced": 0.025, "false_not_reproduced": 0.025, "false_other_way": 0.025}
+    assert all(c["verdict_unadjusted"] == c["verdict"] for c in doc["cards"])
     code, out, _ = _run(capsys, "findings", plan, "--card", "a1", "--card", "e1")
     assert code == 0 and "(a1) " in out and "(e1) " in out and "(b1) " not in out and "NOT COMPUTED YET" in out
     assert "reproduced when it lies inside +-1 points" in " ".join(out.split())  # e1's rule, in words

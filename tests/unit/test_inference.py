@@ -295,8 +295,10 @@ def test_run_estimate_of_a_difference_is_the_crossed_anova_of_per_sentence_diffe
 def test_simulated_error_rates_meet_the_goals(rule):
     size = {"n_runs": 3, "n_sentences": 200, "run": 0.03, "sentences": 0.01, "residual": 0.01}
     cal = simulate(rule, size, draws=2000, seed=1)
-    assert cal["false_reproduced_given_gate"] <= 0.05 and cal["false_not_reproduced_given_gate"] <= 0.05
-    assert cal["false_reproduced"] == cal["false_reproduced_given_gate"]  # no gate depends on the data
+    mc = 3 * (0.025 * 0.975 / 2000) ** 0.5  # 3 Monte Carlo standard errors of a 2.5% rate
+    assert max(cal["false_reproduced"], cal["false_not_reproduced"], cal["false_other_way"]) <= 0.025 + mc, cal
+    zero = "null" if rule.kind == "superiority" else "paper"  # where the true difference is 0
+    assert cal["false_other_way"] == cal["rates"][zero][OTHER_WAY]
     assert cal["rates"]["opposite"][REPRODUCED] == 0.0
     assert cal["power"] > 0.3
 

@@ -37,7 +37,7 @@ def test_card_figure_shows_each_part_with_its_interval_runs_and_the_paper(cards)
         assert ("line", 0, 0) in marks
         assert (("line", rule.effect, rule.effect) if rule.kind == "superiority"
                 else ("rect", -rule.margin, rule.margin)) in marks
-        assert card.key in fig["layout"]["title"]["text"] and card.verdict in fig["layout"]["title"]["text"]
+        assert card.key in fig["layout"]["title"]["text"] and card.shown in fig["layout"]["title"]["text"]
         assert rule.unit in fig["layout"]["xaxis"]["title"]["text"]
     assert card_figure(cards[-1]) is None  # nothing to draw before the results
 
@@ -50,7 +50,11 @@ def test_html_report_holds_every_card_and_a_chart_for_each_result_offline(cards)
     # nothing fetched from elsewhere: plotly.js is inline (the browser test opens it with the network blocked)
     assert "<script src=" not in text and "<link" not in text and len(text) > 3_000_000
     sections = re.findall(r'<section class="card" id="card-([^"]+)" data-verdict="([^"]+)"', text)
-    assert sections == [(c.key, c.verdict) for c in cards]
+    assert sections == [(c.key, c.shown) for c in cards]  # the verdict controlled across the page
+    # planted at the paper's effect, sixteen cards alone say 'reproduced'; on the page fewer survive, and the
+    # table gives both
+    assert sum(c.verdict == "reproduced" for c in cards) > sum(c.shown == "reproduced" for c in cards)
+    assert "<th>card alone</th>" in text
     assert "<script>alert(1)" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     # it opens with one table, a row per card linking to the card
     assert all(f'<a href="#card-{c.key}">{c.key}</a>' in text for c in cards)
@@ -67,11 +71,11 @@ def test_html_report_holds_every_card_and_a_chart_for_each_result_offline(cards)
 def test_markdown_report_holds_every_card_with_its_runs(cards):
     text = report_markdown(cards, title="Findings", intro="for a course page")
     for card in cards:
-        assert f"## ({card.key}) " in text and f": {card.verdict}" in text
+        assert f"## ({card.key}) " in text and f": {card.shown}" in text
     first = cards[0]
     runs = ", ".join(f"{r:+.2f}" for r in next(iter(first.estimates.values())).runs)
     assert runs in text and "**Rule.**" in text and "The page as a whole" in text
-    assert "| card | claim | here | paper | verdict | after Holm | after BH |" in text
+    assert "| card | claim | here | paper | verdict | card alone |" in text
 
 
 def test_write_report_refuses_what_it_cannot_write(cards, tmp_path):
