@@ -177,6 +177,8 @@ CALIBRATION = (
     "its boundary, the paper's effect, the opposite. Each rate is a one-sided error of the card's own verdict "
     "(goal 2.5%; 3.5% over the staged design's looks). `headprune findings --format json` gives the same "
     "numbers.")
+CARD_FIGURE = ("The card's estimate (per part) with its interval, each training run as a grey ring, 0 and the "
+               "paper's effect (dashed) or the equivalence margin (band).")
 CARD_NUMBERS = ("Numbers: metric [95% bootstrap interval over test sentences]; the statistic's interval takes the "
                 "training runs as the unit (a crossed ANOVA of runs and test sentences, each part counted once; "
                 "Student's t with Satterthwaite's degrees of freedom, never more than the runs give when the run "

@@ -7,9 +7,10 @@ import threading
 from dataclasses import replace
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-from headprune_app import cached, captions, roles
+from headprune_app import cached, captions, figures, roles
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
     MISSING,
@@ -23,8 +24,19 @@ from headprune_core.findings.cards import (
 )
 from headprune_core.findings.page import page_control
 from headprune_core.findings.plan import findings_plan
-from headprune_core.findings.report import page_text, report_html, report_markdown, report_title, summary_rows
+from headprune_core.findings.quote import card_ids, fill
+from headprune_core.findings.report import (
+    PAGE_CAPTION,
+    card_figure,
+    page_figure,
+    page_text,
+    report_html,
+    report_markdown,
+    report_title,
+    summary_rows,
+)
 from headprune_core.plans import selection as S
+from headprune_core.plans.presets import find_plan
 from headprune_core.runs.estimate import describe_estimate
 
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), SMALLER: ("violet", ":material/trending_down:"),
@@ -57,13 +69,32 @@ def _shared() -> _Shared:
 def findings(sel: S.Selection) -> Findings:
     """The Findings of the sidebar plan's findings plan (the ``findings`` preset for the demo) on the shared
     Study of its model; building the plan's jobs reads the corpora once per server and plan."""
-    key = ("findings", sel.plan.name, sel.model, cached.root())
+    return findings_of(sel.plan, sel.model)
+
+
+def findings_of(plan, model: str) -> Findings:
+    """The Findings of ``plan``'s findings plan on ``model``, kept once per server."""
+    key = ("findings", plan.name, model, cached.root())
     shared = _shared()
     with shared.lock:
         if key not in shared.findings:
-            plan = findings_plan(replace(sel.plan, model=sel.model), cached.head_shape(sel.model))
-            shared.findings[key] = Findings(cached.study(plan.model, sources=plan.sources or None), plan)
+            fplan = findings_plan(replace(plan, model=model), cached.head_shape(model))
+            shared.findings[key] = Findings(cached.study(fplan.model, sources=fplan.sources or None), fplan)
         return shared.findings[key]
+
+
+def quoted(notes: str, plan_name: str) -> str:
+    """A lesson's ``notes`` with each ``{card:ID}`` filled from the live card of plan ``plan_name``'s findings
+    (read from the cache once per server and state of its results; nothing computes)."""
+    if not card_ids(notes):
+        return notes
+    try:
+        plan = find_plan(plan_name)
+        if not cached.model_info(plan.model)["ready"]:
+            return fill(notes, [], unavailable=f"cannot be read here (the model {plan.model} is not prepared)")
+        return fill(notes, cards(findings_of(plan, plan.model)))
+    except (OSError, ValueError, KeyError, RuntimeError) as err:  # a corpus not prepared, a bad plan
+        return fill(notes, [], unavailable=f"cannot be read here ({err.args[0] if err.args else err})")
 
 
 def cards(f: Findings) -> list[Card]:
@@ -97,6 +128,16 @@ def staged_caption() -> None:
     looks = st.session_state.get("_findings_looks") or []
     if len(looks) > 1:
         st.caption(captions.staged_looks(looks))
+
+
+def overview(cards: list[Card]) -> None:
+    """The page's message at a glance: every card's estimate and interval on one scale (units of the paper's
+    effect or margin), coloured by the verdict on the page; with PNG/SVG export like every chart."""
+    page_control(cards)  # the headlines the colours show
+    fig = page_figure(cards)
+    if fig is not None:
+        figures.show(go.Figure(fig), name="findings-page", title="Findings: every card on one scale",
+                     caption=PAGE_CAPTION, key="findings_page_chart")
 
 
 def summary(cards: list[Card]) -> None:
@@ -185,6 +226,10 @@ def render_card(card: Card) -> None:
                 st.caption(captions.mde_caption(card.mde, h.rule.target, h.rule.unit, h.rule.kind, h.paper_effect))
             for note in card.notes:
                 st.caption(note)
+            fig = card_figure(card)
+            if fig is not None:
+                figures.show(go.Figure(fig), name=f"findings-{card.key}", title=f"({card.key}) {card.title}",
+                             caption=captions.CARD_FIGURE, key=f"card_chart_{card.key}")
             if card.rows:
                 st.dataframe(pd.DataFrame(card.rows), hide_index=True)
                 st.caption(captions.CARD_NUMBERS)

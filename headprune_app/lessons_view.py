@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from headprune_app import cached, figures, links, roles
+from headprune_app import cached, figures, findings_view, links, roles
 from headprune_core.plans import lessons as L
 from headprune_core.plans.lessons import Lesson, available
 from headprune_core.plans.presets import available_plans
@@ -166,7 +166,7 @@ def bar(where, lesson: Lesson, k: int) -> None:
             st.caption(f":orange[This lesson is written for plan **{lesson.plan}**, but {why}: showing plan "
                        f"**{shown}**.]")
         if step.notes:
-            st.markdown(step.notes)
+            st.markdown(findings_view.quoted(step.notes, lesson.plan or "demo"))
         back, nxt, end = st.columns([1, 1, 4])
         if back.button("Back", icon=":material/arrow_back:", disabled=k == 1, key="lesson_back"):
             go(lesson, k - 1)

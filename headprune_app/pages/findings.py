@@ -19,6 +19,7 @@ if f.plan.model != sel.model:
     st.caption(f"The findings run on {f.plan.model}, the plan's model.")
 findings_view.offer(f)
 cards = cached.guarded(findings_view.cards, f, what="Cannot read the findings")
+findings_view.overview(cards)
 findings_view.summary(cards)
 findings_view.staged_caption()
 findings_view.report_buttons(f, cards)

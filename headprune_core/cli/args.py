@@ -216,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
                    help="with --staged (implied): compute the preset, then more training runs (3, 5, 8) only for "
                         "the experiments of cards still open, within this many minutes; resumes from the cache")
+    p.add_argument("--docs", nargs="*", default=None, metavar="FILE",
+                   help="write the cards' tables from findings/hypotheses.py into the marked blocks of these files "
+                        "(default: README.md and docs/findings.md here); reads no cache, takes no other option")
     p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
 

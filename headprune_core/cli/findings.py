@@ -25,6 +25,8 @@ def _findings(args) -> Findings:
 
 
 def cmd_findings(args) -> int:
+    if args.docs is not None:
+        return _write_docs(args)
     found = _findings(args)
     plan = found.plan
     if getattr(args, "projection", False):
@@ -54,6 +56,21 @@ def cmd_findings(args) -> int:
     print("\n" + textwrap.fill(page_text(page), width=110) + "\n")
     for card in cards:
         print(card_text(card))
+    return 0
+
+
+def _write_docs(args) -> int:
+    """``headprune findings --docs [FILE ...]``: the cards' tables into the docs, from the hypotheses alone."""
+    from headprune_core.findings.doc_tables import DEFAULT_FILES, write
+
+    used = [flag for flag, on in (("--card", args.card), ("--plan", args.projection), ("--staged", args.staged),
+                                  ("--budget", args.budget is not None), ("--model", args.model),
+                                  ("--format json", args.format != "text"), ("a plan", args.plan != "demo")) if on]
+    if used:
+        raise ValueError(f"--docs writes the cards' tables from the hypotheses alone; it takes no {used[0]}")
+    changed = write(args.docs or DEFAULT_FILES)
+    print(f"cards' tables: {len(changed)} file(s) rewritten" + (f" ({', '.join(map(str, changed))})" if changed
+                                                                 else ", every block already current"))
     return 0
 
 
@@ -100,7 +117,9 @@ def _print_projection(found: Findings, args) -> int:
     """``headprune findings --plan``: per open card, what a decision at the paper's effect needs."""
     from headprune_core.findings.staged import LOOKS, MIN_POWER, projection
 
-    cards = [found.card(c) for c in args.card] if args.card else found.cards()
+    every = found.cards()
+    page_control(every, draws=args.draws)  # which cards the page leaves open
+    cards = [c for c in every if not args.card or c.key in args.card]
     rows = projection(found.study, found.plan, cards)
     if args.format == "json":
         print(json.dumps({"plan": found.plan.name, "looks": [list(x) for x in LOOKS], "cards": rows}, indent=2))
@@ -120,10 +139,13 @@ def _print_projection(found: Findings, args) -> int:
         cost = ", ".join(f"to {runs} runs about {mins:.0f} min" for runs, mins in r["minutes"].items())
         staged = ("the staged mode adds runs" if r["more_runs"] else
                   f"the staged mode leaves it (projected power under {100 * MIN_POWER:.0f}% at the last look)")
+        page = r["runs_needed_page"]
+        page_text_ = (f"; decided on the page whatever the other cards do (alpha {r['page_alpha']:.4f}): "
+                      + (f"{page} runs" if page else "more than 200 runs"))
         print(textwrap.fill(
             f"({r['card']}) {r['verdict']}: sentence part {100 * r['sentence_share']:.0f}% of the variance "
             f"({r['sentences'] or 'no'} test sentences); power {powers}; 80% power at alpha 1% needs {need_text}"
-            f"{more}; here: {cost}; {staged}.", width=110, subsequent_indent="    "))
+            f"{more}{page_text_}; here: {cost}; {staged}.", width=110, subsequent_indent="    "))
     if not rows:
         print("No open card: every card is decided (or is another card's result).")
     return 0

@@ -89,7 +89,8 @@ def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = D
     sizes = [e.size() if isinstance(e, Estimate) else dict(e) for e in estimates]
 
     def verdicts(deltas: list[float]) -> np.ndarray:
-        outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks) for d, s in zip(deltas, sizes)]
+        outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=len(sizes))
+                for d, s in zip(deltas, sizes)]
         if looks is None:
             return combine([o["verdict"] for o in outs])
         per_look = np.stack([combine([o["by_look"][i] for o in outs]) for i in range(len(looks))])

@@ -75,8 +75,10 @@ class Card:
         reason, and its error rates, measured on ``draws`` simulated draws around these sizes."""
         self.estimates = estimates
         rule = self.hypothesis.rule
-        self.verdict = str(combine([np.array([rule.decide(e)], dtype=object) for e in estimates.values()])[0])
-        self.reason = "; ".join((f"{name}: " if name else "") + rule.reason(e) for name, e in estimates.items())
+        n = len(estimates)
+        self.verdict = str(combine([np.array([rule.decide(e, parts=n)], dtype=object) for e in estimates.values()])[0])
+        self.reason = "; ".join((f"{name}: " if name else "") + rule.reason(e, parts=n)
+                                for name, e in estimates.items())
         self.calibration = calibrate(self.hypothesis, list(estimates.values()), draws=draws or self.draws,
                                      looks=self.looks)
 

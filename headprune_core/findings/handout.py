@@ -29,6 +29,7 @@ import numpy as np
 
 from headprune_core.base.choices import METHODS, NORMALIZATIONS
 from headprune_core.base.files import write_file_atomic
+from headprune_core.findings.quote import card_ids, fill
 from headprune_core.findings.report import STYLE, plotly_js, safe_json, summary_rows, table_html
 from headprune_core.methods.importance import normalise
 from headprune_core.methods.similarity import correlation_matrix, spearman_matrix
@@ -134,14 +135,20 @@ def prune_shown(study: Study, sel: S.Selection, params: dict[str, list[str]]) ->
     return shown
 
 
-def findings_shown(study: Study, plan: StudyPlan, draws: int) -> Shown:
-    """The Findings cards' summary table (the staged design's decided look where one is cached)."""
-    from headprune_core.findings.cards import Findings  # here: the cards' modules load only for this step
+def findings_cards(study: Study, plan: StudyPlan, draws: int) -> list:
+    """The Findings cards of ``plan``'s findings plan as the page shows them (the staged design's deciding look
+    where one is cached; headlines controlled across the page)."""
+    from headprune_core.findings.cards import Findings  # here: the cards' modules load only when asked for
     from headprune_core.findings.plan import findings_plan
     from headprune_core.findings.staged import read_staged
 
     found = Findings(study, findings_plan(plan, study.head_shape), draws=draws)
-    cards = read_staged(study, found.plan, draws=draws, first=found).cards
+    return read_staged(study, found.plan, draws=draws, first=found).cards
+
+
+def findings_shown(study: Study, plan: StudyPlan, draws: int) -> Shown:
+    """The Findings cards' summary table (the staged design's decided look where one is cached)."""
+    cards = findings_cards(study, plan, draws)
     shown = Shown(tables=[table_html(summary_rows(cards))])
     missing = sum(not c.estimates for c in cards)
     if missing:
@@ -201,6 +208,25 @@ def _notes_html(text: str) -> str:
     return MarkdownIt("commonmark", {"html": False}).render(text)
 
 
+def _quoter(plan: StudyPlan, study: Study, draws: int):
+    """A function filling a step's ``{card:ID}`` placeholders from the plan's live cards (read once, on the first
+    notes that quote a card)."""
+    held: list = []
+
+    def quoted(notes: str) -> str:
+        if not card_ids(notes):
+            return notes
+        if not held:
+            try:
+                held.append((findings_cards(study, plan, draws), ""))
+            except (OSError, ValueError, KeyError, RuntimeError) as err:  # a model or corpus not here
+                held.append(([], f"cannot be read here ({err.args[0] if err.args else err})"))
+        cards, why = held[0]
+        return fill(notes, cards, unavailable=why)
+
+    return quoted
+
+
 def handout_html(lesson: Lesson, *, plan: StudyPlan | None = None, study: Study | None = None,
                  draws: int = 1000, created: datetime | None = None) -> str:
     """The handout of ``lesson`` as one self-contained HTML page."""
@@ -208,6 +234,7 @@ def handout_html(lesson: Lesson, *, plan: StudyPlan | None = None, study: Study 
     study = study or plan.study(progress=False)
     created = created or datetime.now(UTC)
     figures, body = {}, [f"<h1>{html.escape(lesson.title)}</h1>"]
+    quoted = _quoter(plan, study, draws)
     if lesson.description:
         body.append(f"<p>{html.escape(lesson.description)}</p>")
     body.append(f"<p class='note'>{len(lesson.steps)} steps on plan {html.escape(plan.name)} "
@@ -220,7 +247,7 @@ def handout_html(lesson: Lesson, *, plan: StudyPlan | None = None, study: Study 
         shown = step_shown(step, step_plan, study if step_plan is plan else step_plan.study(progress=False),
                            draws=draws)
         part = [f"<section class='card' id='step-{k}'><h2>Step {k} of {len(lesson.steps)}: "
-                f"{html.escape(step.title)}</h2>", _notes_html(step.notes)]
+                f"{html.escape(step.title)}</h2>", _notes_html(quoted(step.notes))]
         for i, fig in enumerate(shown.figures):
             figures[f"step-{k}-{i}"] = fig
             part.append(f"<div class='chart' id='step-{k}-{i}'></div>")

@@ -141,9 +141,12 @@ def headlines(tests: Tests, alpha: float = ALPHA_PAGE) -> np.ndarray:
     part: its *not reproduced* alone) are rejected; else *smaller here* where a part's *not reproduced* is; else
     inconclusive."""
     rep = holm_reject(tests.rep, alpha)
-    against = holm_reject(tests.against, alpha)
+    # a part of a card of n parts is held to alpha / n as the card alone holds it: no headline bolder than that
+    n_parts = np.bincount(tests.part_card, minlength=len(tests.keys))[tests.part_card]
+    against = holm_reject(tests.against, alpha) & (tests.against <= alpha / n_parts)
     other = np.zeros_like(against)
-    other[..., tests.other_part] = holm_reject(tests.other, alpha)
+    other[..., tests.other_part] = holm_reject(tests.other, alpha) & (
+        tests.other <= alpha / n_parts[tests.other_part])
     other[..., np.array(tests.equivalence, dtype=bool)] = True
     out = np.full(rep.shape, INCONCLUSIVE, dtype=object)
     for j in range(len(tests.keys)):
@@ -248,7 +251,8 @@ def _rates(specs_json: str, draws: int, seed: int) -> dict:
             if scenario == "claims_false":  # the least favourable null: one part at its boundary
                 deltas[0] = planted["null"]
             looks = tuple(tuple(x) for x in spec["looks"]) if spec["looks"] else None
-            outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks) for d, s in zip(deltas, spec["sizes"])]
+            outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=n)
+                    for d, s in zip(deltas, spec["sizes"])]
             per_look = np.stack([combine([o["by_look"][i] for o in outs]) for i in range(len(outs[0]["by_look"]))])
             verdict, look = sequential(per_look)
             own.append(verdict)

@@ -94,6 +94,64 @@ def card_figure(card: Card) -> dict | None:
     return {"data": data, "layout": layout}
 
 
+PAGE_RANGE = 6.0  # the page chart's x-axis: +- this many paper effects (or margins); wider intervals run off it
+PAGE_CAPTION = (f"Each card's estimate and interval, divided by the paper's effect (superiority: the paper's number "
+                f"at the blue tick, 1) or by the margin (equivalence: inside the blue band, -1 to 1), so every claim "
+                f"shares one scale; coloured by the verdict on the page (controlled across the cards). Intervals "
+                f"wider than +-{PAGE_RANGE:g} run off the chart: those cards cannot tell at this size. Hover for "
+                "the number in the card's own unit and the card's verdict alone.")
+
+
+def page_figure(cards: list[Card]) -> dict | None:
+    """Every card on one chart (a Plotly figure as a dict): per card (per part), its estimate and interval in
+    units of its paper's effect (superiority: the paper's effect at 1) or of its margin (equivalence: the band
+    from -1 to 1), 0 marked, each coloured by its headline verdict, so that the page's message shows at a
+    glance. None when no card has results."""
+    rows = [(c, name, e) for c in cards for name, e in c.estimates.items()]
+    if not rows:
+        return None
+    data, shapes, labels = [], [], []
+    for verdict in VERDICTS:
+        mine = [(i, c, e) for i, (c, _, e) in enumerate(rows) if c.shown == verdict]
+        if not mine:
+            continue
+        x, lo, hi = [], [], []
+        for _, c, e in mine:
+            rule = c.hypothesis.rule
+            low, high = e.interval(rule.level)
+            x.append(e.diff / rule.target)
+            lo.append((e.diff - low) / rule.target)
+            hi.append((high - e.diff) / rule.target)
+        data.append({"type": "scatter", "mode": "markers", "name": verdict, "x": x,
+                     "y": [i for i, _, _ in mine], "marker": {"color": COLOURS[verdict], "size": 12},
+                     "error_x": {"type": "data", "symmetric": False, "array": hi, "arrayminus": lo, "thickness": 2.5,
+                                 "width": 6},
+                     "customdata": [[c.key, f"{e.diff:+.2f} {c.hypothesis.rule.unit}", c.verdict] for _, c, e in mine],
+                     "hovertemplate": "card %{customdata[0]}: %{customdata[1]} (card alone: %{customdata[2]})"
+                                      "<extra>%{fullData.name}</extra>"})
+    for i, (c, name, _) in enumerate(rows):
+        rule = c.hypothesis.rule
+        labels.append(f"({c.key}) {name or textwrap.shorten(c.title, 38, placeholder='...')}")
+        if rule.kind == "superiority":  # the paper's effect at 1
+            shapes.append({"type": "line", "x0": 1, "x1": 1, "y0": i - 0.4, "y1": i + 0.4,
+                           "line": {"color": "#0969da", "width": 3}})
+        else:  # the equivalence margin
+            shapes.append({"type": "rect", "x0": -1, "x1": 1, "y0": i - 0.4, "y1": i + 0.4,
+                           "fillcolor": "rgba(9,105,218,0.12)", "line": {"width": 0}})
+    shapes.append({"type": "line", "x0": 0, "x1": 0, "yref": "paper", "y0": 0, "y1": 1,
+                   "line": {"color": "#24292f", "width": 1}})
+    layout = {"title": {"text": "Every card: this model's estimate in units of the paper's effect (or margin)"},
+              "xaxis": {"title": {"text": "estimate / paper's effect (blue tick at 1) or / margin (blue band: "
+                                          "+-1); 0 = no difference"}, "range": [-PAGE_RANGE, PAGE_RANGE],
+                        "zeroline": False},
+              "yaxis": {"tickvals": list(range(len(rows))), "ticktext": labels, "autorange": "reversed",
+                        "automargin": True},
+              "shapes": shapes, "height": 140 + 28 * len(rows), "margin": {"t": 60, "b": 70},
+              "legend": {"orientation": "h", "y": -0.12, "title": {"text": "verdict on the page"}},
+              "template": "plotly_white"}
+    return {"data": data, "layout": layout}
+
+
 def _short(statistic: str) -> str:
     """The statistic's first sentence, cut at a word to fit under an axis."""
     return textwrap.shorten(statistic.split(". ")[0].rstrip("."), 90, placeholder=" ...")
@@ -219,7 +277,8 @@ def report_html(cards: list[Card], *, title: str, intro: str = "", created: date
     """One self-contained HTML page: a summary table, then every card with its interactive chart."""
     created = created or datetime.now(UTC)
     page = page_control(cards)  # first: the headlines the figures and counts show
-    figures, ids = {}, []
+    overview = page_figure(cards)
+    figures, ids = ({"chart-page": overview} if overview else {}), []
     for i, card in enumerate(cards):
         fig = card_figure(card)
         ids.append(f"chart-{i}" if fig is not None else "")
@@ -229,6 +288,7 @@ def report_html(cards: list[Card], *, title: str, intro: str = "", created: date
     count_text = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     body = [f"<h1>{_e(title)}</h1>", f"<p>{_e(intro)}</p>" if intro else "",
             f"<p>{len(cards)} cards: {_e(count_text)}. Written {created:%Y-%m-%d %H:%M} UTC by headprune.</p>",
+            (f'<div class="chart" id="chart-page"></div><p class="note">{_e(PAGE_CAPTION)}</p>' if overview else ""),
             table_html(summary_rows(cards, page), link="card"), f"<p class='note'>{_e(page_text(page))}</p>",
             *(_card_html(c, fid) for c, fid in zip(cards, ids))]
     script = ("const FIGURES = " + safe_json(figures) + ";\n"

@@ -30,7 +30,7 @@ from pathlib import Path
 from headprune_core.findings.calibration import calibrate
 from headprune_core.findings.cards import INCONCLUSIVE, MISSING, Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
-from headprune_core.findings.page import page_control
+from headprune_core.findings.page import ALPHA_PAGE, page_control, tested
 from headprune_core.methods.inference import DECIDED, satterthwaite
 from headprune_core.multitask.plan import find_gradts_plan
 from headprune_core.plans.plan import StudyPlan, plan_jobs
@@ -316,15 +316,24 @@ def runs_needed(card_id: str, sizes: list[dict], *, sentences: int | None = None
     return None
 
 
+def page_alpha(cards: list[Card]) -> float:
+    """The two-sided alpha at which a card is decided on the page whatever the others do: Holm's first step,
+    one-sided 2.5% over the cards tested (at least the 17 of the preset, so that a page with results missing
+    does not promise less)."""
+    return 2 * ALPHA_PAGE / max(len(tested(cards)), len(BY_ID))
+
+
 def projection(study, plan: StudyPlan, cards: list[Card], *, sizes: dict | None = None) -> list[dict]:
-    """Per open card (inconclusive, or not computed yet): the design file's sentence share, the power at each
-    look, the runs a decision at the paper's effect needs (at the sentences it has, and at up to
-    :data:`MORE_SENTENCES` where the sentence part binds) and the minutes of each later look on this machine
+    """Per open card (inconclusive alone or on the page, or not computed yet): the design file's sentence share,
+    the power at each look, the runs a decision at the paper's effect needs (at the sentences it has, and at up to
+    :data:`MORE_SENTENCES` where the sentence part binds), the runs it needs to be decided on the page (at Holm's
+    first step over the cards tested: :func:`page_alpha`), and the minutes of each later look on this machine
     (from the job times measured in the cache)."""
     sizes = design() if sizes is None else sizes
+    page_level = page_alpha(cards)
     rows = []
     for card in cards:
-        if card.verdict not in (INCONCLUSIVE, MISSING) or card.key not in sizes:
+        if (card.verdict not in (INCONCLUSIVE, MISSING) and card.shown != INCONCLUSIVE) or card.key not in sizes:
             continue
         parts = sizes[card.key]
         total = sum(s["run"] + s["sentences"] + s["residual"] for s in parts) or 1.0
@@ -339,6 +348,7 @@ def projection(study, plan: StudyPlan, cards: list[Card], *, sizes: dict | None 
         rows.append({"card": card.key, "verdict": card.verdict, "sentence_share": share, "sentences": n_now,
                      "power": {runs: power(card.key, parts, runs, alpha=alpha) for runs, alpha in LOOKS},
                      "runs_needed": runs_needed(card.key, parts),
+                     "page_alpha": page_level, "runs_needed_page": runs_needed(card.key, parts, alpha=page_level),
                      "more_sentences": more,
                      "runs_needed_more_sentences": runs_needed(card.key, parts, sentences=more) if more else None,
                      "more_runs": worth_more_runs(card.key, sizes), "minutes": minutes})

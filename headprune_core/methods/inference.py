@@ -301,17 +301,20 @@ class Rule:
         """The paper's effect, or the margin."""
         return self.effect if self.kind == "superiority" else self.margin
 
-    def decide(self, est: Estimate) -> str:
-        return str(decide(self, est.diff, est.se, est.df, est.n_runs))
+    def decide(self, est: Estimate, *, parts: int = 1) -> str:
+        return str(decide(self, est.diff, est.se, est.df, est.n_runs, parts=parts))
 
     def p_value(self, est: Estimate) -> float:
         return float(p_value(self, est.diff, est.se, est.df))
 
-    def reason(self, est: Estimate) -> str:
-        """Why the verdict is what it is, in a line (for an inconclusive card, its reason)."""
-        verdict = self.decide(est)
-        low, high = est.interval(self.level)
-        iv = f"the {self.level_text} interval [{low:+.2f}, {high:+.2f}] {self.unit}"
+    def reason(self, est: Estimate, *, parts: int = 1) -> str:
+        """Why the verdict is what it is, in a line (for an inconclusive card, its reason); a part of a claim of
+        ``parts`` parts is read against the paper at ``alpha / parts`` (:func:`decide`)."""
+        verdict = self.decide(est, parts=parts)
+        against = verdict in AGAINST and parts > 1
+        level = 1 - self.alpha / parts if against else self.level
+        low, high = est.interval(level)
+        iv = f"the {100 * level:g}% interval [{low:+.2f}, {high:+.2f}] {self.unit}"
         if verdict == ONE_RUN:
             return f"{est.n_runs} training run(s): fewer than {self.min_runs}, no replication"
         if est.se == 0:
@@ -347,9 +350,12 @@ class Rule:
                 "unit": self.unit, "alpha": self.alpha, "text": self.text()}
 
 
-def decide(rule: Rule, diff, se, df, n_runs: int):
+def decide(rule: Rule, diff, se, df, n_runs: int, *, parts: int = 1):
     """The verdicts of ``rule`` for one estimate or many at once (``diff``, ``se``, ``df`` numbers or arrays of one
-    shape, all with ``n_runs`` runs): what :meth:`Rule.decide` and the simulations both use."""
+    shape, all with ``n_runs`` runs): what :meth:`Rule.decide` and the simulations both use. For one part of a
+    claim of ``parts`` parts (every part must hold), *not reproduced* and *the other way* are read from the
+    ``1 - alpha / parts`` interval: the claim fails when any part does, and Bonferroni over its parts keeps that
+    at ``alpha / 2`` a side; *reproduced* needs every part, at ``alpha`` each (an intersection-union test)."""
     diff, se, df = (np.asarray(x, dtype=float) for x in (diff, se, df))
     out = np.full(np.broadcast(diff, se, df).shape, INCONCLUSIVE, dtype=object)
     if n_runs < rule.min_runs:
@@ -357,12 +363,13 @@ def decide(rule: Rule, diff, se, df, n_runs: int):
         return out if out.ndim else out.item()
     ok = se > 0  # no spread: no interval to decide from
     low, high = interval_of(diff, se, df, rule.level)
+    wide_low, wide_high = (low, high) if parts == 1 else interval_of(diff, se, df, 1 - rule.alpha / parts)
     if rule.kind == "superiority":
-        out[ok & (high < rule.effect)] = SMALLER
-        out[ok & (high < 0)] = OTHER_WAY
+        out[ok & (wide_high < rule.effect)] = SMALLER
+        out[ok & (wide_high < 0)] = OTHER_WAY
         out[ok & (low > 0)] = REPRODUCED
     else:
-        out[ok & ((low > rule.margin) | (high < -rule.margin))] = OTHER_WAY
+        out[ok & ((wide_low > rule.margin) | (wide_high < -rule.margin))] = OTHER_WAY
         out[ok & (low > -rule.margin) & (high < rule.margin)] = REPRODUCED
     return out if out.ndim else out.item()
 
@@ -467,19 +474,21 @@ def draw_estimates(delta: float, size: dict, *, runs: Sequence[int], draws: int,
 
 
 def draw_verdicts(rule: Rule, delta: float, size: dict, *, draws: int, rng: np.random.Generator,
-                  spread: tuple[float, float] = SCALE_RANGE, looks: Sequence[tuple[int, float]] | None = None) -> dict:
+                  spread: tuple[float, float] = SCALE_RANGE, looks: Sequence[tuple[int, float]] | None = None,
+                  parts: int = 1) -> dict:
     """``draws`` verdicts of ``rule`` when the true difference is ``delta``, on estimates simulated per sentence
     (:func:`draw_estimates`).
 
     ``looks`` (``[(runs, alpha), ...]``, runs rising): a staged design. The draw is judged on its first runs at
     each look with that look's alpha, and keeps the first verdict that decides (reproduced, smaller here, the
     other way); a draw open at the last look stays inconclusive. Default: one look, ``size``'s runs at the rule's
-    alpha. Returns ``{"verdict", "look", "by_look", "estimates"}``: the verdicts, the index of the look each came
-    from, every look's verdicts and every look's estimates.
+    alpha. ``parts``: the draw is one part of a claim of that many (:func:`decide`). Returns ``{"verdict", "look",
+    "by_look", "estimates"}``: the verdicts, the index of the look each came from, every look's verdicts and every
+    look's estimates.
     """
     looks = tuple((int(r), float(a)) for r, a in looks) if looks else ((int(size["n_runs"]), rule.alpha),)
     estimates = draw_estimates(delta, size, runs=[r for r, _ in looks], draws=draws, rng=rng, spread=spread)
-    by_look = np.stack([np.asarray(decide(replace(rule, alpha=alpha), e["diff"], e["se"], e["df"], r),
+    by_look = np.stack([np.asarray(decide(replace(rule, alpha=alpha), e["diff"], e["se"], e["df"], r, parts=parts),
                                    dtype=object).reshape(draws) for (r, alpha), e in zip(looks, estimates)])
     verdict, look = sequential(by_look)
     return {"verdict": verdict, "look": look, "by_look": by_look, "estimates": estimates}

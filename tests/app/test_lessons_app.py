@@ -47,6 +47,12 @@ def test_a_link_opens_the_step_and_next_back_walk_the_lesson(fixture_cache, monk
         assert {key: at.session_state[key] for key, _ in step.params if key in ("task", "lang", "strategy")} == \
             {key: value for key, value in step.params if key in ("task", "lang", "strategy")}
         seen.append(step.page)
+        # a card quoted in the notes is filled from the live card, or says why it cannot be here (this fixture
+        # has not the plan's model): never the bare placeholder
+        markdown = " ".join(m.value for m in at.markdown)
+        assert "{card:" not in markdown
+        if "{card:" in step.notes:
+            assert "cannot be read here" in markdown.replace("\\", "")
         if k < 8:
             _click(at, "lesson_next")
     assert seen == ["prune", "prune", "prune", "findings", "task_affinity"]

@@ -299,6 +299,8 @@ def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, mon
     assert len(still) == int(counts[MISSING]) and all("the plan" in t or "need" in t for t in still), still
     assert int(counts[MISSING]) <= 4 and len(at.dataframe) >= len(HYPOTHESES) - 4  # a table per decided card
     assert any("How often each rule is wrong" in m.value for m in at.markdown)  # the calibration table
+    # one chart of every card at the top, then each card with results drawn under it
+    assert len(plotly_charts(at)) >= 1 + len(HYPOTHESES) - 5, len(plotly_charts(at))
     # the Prune & retrain page shows the runs the click computed
     run_page(at, "retrain")
     assert at.selectbox(key="retrain").options and len(plotly_charts(at)) >= 1

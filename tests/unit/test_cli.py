@@ -129,6 +129,9 @@ def test_findings_prints_the_cards_of_the_cache_as_text_or_json(tiny_cache, caps
     for r in proj["cards"]:
         assert set(r["power"]) == {3, 5, 8} or set(r["power"]) == {"3", "5", "8"}
         assert all(0 <= p <= 1 for p in r["power"].values()) and all(m >= 0 for m in r["minutes"].values())
+        assert abs(r["page_alpha"] - 2 * 0.025 / len(HYPOTHESES)) < 1e-12  # on the page: Holm's first step
+        need, page_need = r["runs_needed"], r["runs_needed_page"]
+        assert page_need is None or (need is not None and page_need >= need)
     code, out, _ = _run(capsys, "findings", plan, "--plan")
     assert code == 0 and "power 3 runs" in out and "(b2) " in out
     code, _, err = _run(capsys, "findings", plan, "--budget", "0")

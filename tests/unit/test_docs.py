@@ -107,3 +107,33 @@ def test_the_readme_layout_is_the_map_of_the_folders():
     top = {"app.py", "headprune_app", "headprune_core", "tests", "bench", "sweeps", "docs", "scripts"}
     assert core | top <= listed, f"not on the map: {sorted((core | top) - listed)}"
     assert all((REPO / name).exists() or (REPO / "headprune_core" / name).is_dir() for name in listed), listed
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/findings.md"])
+def test_the_cards_tables_are_the_hypotheses(name):
+    """The tables of cards in the README and docs/findings.md are what `headprune findings --docs` writes from
+    findings/hypotheses.py (rerun it after changing a card)."""
+    from headprune_core.findings.doc_tables import BLOCK, rewritten
+    from headprune_core.findings.hypotheses import HYPOTHESES
+
+    text = (REPO / name).read_text(encoding="utf-8")
+    assert BLOCK.search(text), f"{name} has no cards block"
+    assert rewritten(text) == text, f"{name}: the cards' table is stale: run `headprune findings --docs`"
+    block = BLOCK.search(text).group(3)
+    assert all(f"| {h.id} |" in block for h in HYPOTHESES)
+
+
+def test_findings_docs_rewrites_a_block_and_refuses_what_it_does_not_use(tmp_path, capsys):
+    from headprune_core.cli.main import main
+
+    doc = tmp_path / "doc.md"
+    doc.write_text("before\n<!-- cards: short -->\nstale\n<!-- /cards -->\nafter\n", encoding="utf-8")
+    assert main(["findings", "--docs", str(doc)]) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert "stale" not in text and "| a1 | Pruning the lowest-ranked heads" in text and text.endswith("after\n")
+    assert main(["findings", "--docs", str(doc)]) == 0 and "already current" in capsys.readouterr().out
+    assert main(["findings", "--docs", str(doc), "--card", "a1"]) == 2
+    assert "takes no --card" in capsys.readouterr().err
+    (tmp_path / "plain.md").write_text("no block\n", encoding="utf-8")
+    assert main(["findings", "--docs", str(tmp_path / "plain.md")]) == 2
+    assert "has no cards block" in capsys.readouterr().err

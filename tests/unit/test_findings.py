@@ -122,6 +122,9 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     assert set(cards["e2"].estimates) == {"middle - bottom", "middle - top"}
     # (f4): time saved per training seed against the bandit
     assert cards["f4"].rows and cards["f4"].rows[0]["seed"] == "13"
+    # beside the steps, the wall time of choosing and training (one torch thread), as the paper measured it
+    assert cards["f4"].rows[0]["GradTS-trial (s)"] > 0 and cards["f4"].rows[0]["bandit (s)"] > 0
+    assert "rounds" in cards["f4"].protocol and "first stage" in cards["f4"].protocol
     doc = cards["a1"].to_dict()
     assert {"id", "claim", "paper", "hypothesis", "statistic", "control", "margin", "mde", "verdict", "numbers",
             "calibration"} <= set(doc)

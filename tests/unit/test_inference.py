@@ -310,3 +310,14 @@ def test_simulation_at_a_hopeless_size_says_inconclusive_not_wrong():
     one = simulate(SUPERIORITY, {"n_runs": 1, "n_sentences": 200, "run": 0.0, "sentences": 0.01, "residual": 0.0},
                    draws=100)
     assert one["rates"]["paper"][ONE_RUN] == 1.0
+
+
+def test_a_part_of_a_claim_of_several_reads_against_the_paper_at_alpha_over_parts():
+    """The claim fails when any of its parts does, so each part says 'not reproduced' only from the 1 - alpha/2
+    interval of a two-part claim: an interval just below the paper's effect at 95% but not at 97.5% says
+    'smaller here' alone and is inconclusive as one part of two; 'reproduced' still reads the 95% interval."""
+    rule = Rule("superiority", effect=1.0)
+    se, df = 0.45, 10.0
+    diff = 1.0 - 0.5 * (stats.t.ppf(0.975, df) + stats.t.ppf(0.9875, df)) * se  # between the two upper ends
+    assert decide(rule, diff, se, df, 3) == SMALLER and decide(rule, diff, se, df, 3, parts=2) == INCONCLUSIVE
+    assert decide(rule, 0.6, 0.2, df, 3, parts=2) == REPRODUCED  # 95% interval above 0, as with one part

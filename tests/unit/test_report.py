@@ -42,6 +42,25 @@ def test_card_figure_shows_each_part_with_its_interval_runs_and_the_paper(cards)
     assert card_figure(cards[-1]) is None  # nothing to draw before the results
 
 
+def test_the_page_figure_puts_every_card_on_one_scale(cards):
+    from headprune_core.findings.page import page_control
+    from headprune_core.findings.report import COLOURS, page_figure
+
+    page_control(cards, draws=50)
+    fig = page_figure(cards)
+    rows = [(c, e) for c in cards for e in c.estimates.values()]
+    assert fig["layout"]["yaxis"]["ticktext"][0].startswith("(a1) ") and len(fig["layout"]["yaxis"]["tickvals"]) == \
+        len(rows)
+    shown = {i: (t["name"], x) for t in fig["data"] for i, x in zip(t["y"], t["x"])}
+    for i, (card, est) in enumerate(rows):  # each estimate over its paper's effect or margin, in its verdict's colour
+        assert shown[i] == (card.shown, pytest.approx(est.diff / card.hypothesis.rule.target))
+    assert {t["marker"]["color"] for t in fig["data"]} <= set(COLOURS.values())
+    # the paper's effect at 1 for each superiority card, the +-1 band for each equivalence card
+    kinds = [c.hypothesis.rule.kind for c, _ in rows]
+    assert sum(s["type"] == "rect" for s in fig["layout"]["shapes"]) == kinds.count("equivalence")
+    assert page_figure(cards[-1:]) is None  # nothing computed: no picture
+
+
 def test_html_report_holds_every_card_and_a_chart_for_each_result_offline(cards):
     cards[0].notes.append("a note with <script>alert(1)</script> & </script> in it")
     text = report_html(cards, title="Findings <of> a test", intro="intro & more")
@@ -60,7 +79,8 @@ def test_html_report_holds_every_card_and_a_chart_for_each_result_offline(cards)
     assert all(f'<a href="#card-{c.key}">{c.key}</a>' in text for c in cards)
     assert text.index('href="#card-a1"') < text.index('<section class="card"') and "The page as a whole" in text
     figures = json.loads(re.search(r"const FIGURES = (.*?);\n", text).group(1).replace("<\\/", "</"))
-    assert len(figures) == len(cards) - 1
+    assert len(figures) == len(cards) and "chart-page" in figures  # each card with results, and the page's
+    assert text.index('id="chart-page"') < text.index('href="#card-a1"')  # the page's picture comes first
     assert all(f'<div class="chart" id="{fid}"></div>' in text for fid in figures)
     for card in cards[:-1]:
         assert card.estimate_text().split(";")[0].split("[")[0].strip().replace("+", "") in text.replace("+", "")
