@@ -55,15 +55,23 @@ def missed(rate: float, target: float, draws: int) -> bool:
     return rate > target + MC_SIGMAS * math.sqrt(target * (1 - target) / draws)
 
 
-def combine(verdicts: list[np.ndarray]) -> np.ndarray:
+def combine(verdicts: list[np.ndarray], *, scales: bool = False) -> np.ndarray:
     """The verdict of several parts that must all hold (an intersection-union test): reproduced only when every
     part is; the other way when any part is; else smaller here when any part is; too few runs when any part
-    has too few; else inconclusive."""
+    has too few; else inconclusive. With ``scales`` (one claim on several scales), a verdict only where every
+    scale gives it: reproduced, or the other way, when all do; smaller here when all say smaller or the other
+    way; else inconclusive."""
     out = np.array(verdicts[0], dtype=object)
     if len(verdicts) == 1:
         return out
     stack = np.stack(verdicts)
     out = np.full(stack.shape[1:], INCONCLUSIVE, dtype=object)
+    if scales:
+        out[np.isin(stack, (SMALLER, OTHER_WAY)).all(axis=0)] = SMALLER
+        for verdict in (OTHER_WAY, REPRODUCED):
+            out[(stack == verdict).all(axis=0)] = verdict
+        out[(stack == ONE_RUN).any(axis=0)] = ONE_RUN
+        return out
     out[(stack == REPRODUCED).all(axis=0)] = REPRODUCED
     out[(stack == ONE_RUN).any(axis=0)] = ONE_RUN
     out[(stack == SMALLER).any(axis=0)] = SMALLER
@@ -89,11 +97,11 @@ def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = D
     sizes = [e.size() if isinstance(e, Estimate) else dict(e) for e in estimates]
 
     def verdicts(deltas: list[float]) -> np.ndarray:
-        outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=len(sizes))
+        outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=h.split(len(sizes)))
                 for d, s in zip(deltas, sizes)]
         if looks is None:
-            return combine([o["verdict"] for o in outs])
-        per_look = np.stack([combine([o["by_look"][i] for o in outs]) for i in range(len(looks))])
+            return combine([o["verdict"] for o in outs], scales=h.scales)
+        per_look = np.stack([combine([o["by_look"][i] for o in outs], scales=h.scales) for i in range(len(looks))])
         return sequential(per_look)[0]
 
     n = len(estimates)

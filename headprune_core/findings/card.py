@@ -18,7 +18,7 @@ import numpy as np
 from headprune_core.encoders.models import EMBEDDED
 from headprune_core.findings.calibration import DRAWS, calibrate, card_p_value, combine
 from headprune_core.findings.hypotheses import Hypothesis
-from headprune_core.methods.inference import MISSING, OTHER_WAY, REPRODUCED, SAME, SMALLER, Estimate
+from headprune_core.methods.inference import INCONCLUSIVE, MISSING, OTHER_WAY, REPRODUCED, SAME, SMALLER, Estimate
 
 
 @dataclass
@@ -75,10 +75,14 @@ class Card:
         reason, and its error rates, measured on ``draws`` simulated draws around these sizes."""
         self.estimates = estimates
         rule = self.hypothesis.rule
-        n = len(estimates)
-        self.verdict = str(combine([np.array([rule.decide(e, parts=n)], dtype=object) for e in estimates.values()])[0])
+        n = self.hypothesis.split(len(estimates))
+        self.verdict = str(combine([np.array([rule.decide(e, parts=n)], dtype=object) for e in estimates.values()],
+                                   scales=self.hypothesis.scales)[0])
         self.reason = "; ".join((f"{name}: " if name else "") + rule.reason(e, parts=n)
                                 for name, e in estimates.items())
+        if self.hypothesis.scales and self.verdict == INCONCLUSIVE and len({rule.decide(e) for e in
+                                                                            estimates.values()}) > 1:
+            self.reason = f"the scales disagree ({self.reason}); a verdict needs them all to agree"
         self.calibration = calibrate(self.hypothesis, list(estimates.values()), draws=draws or self.draws,
                                      looks=self.looks)
 

@@ -25,7 +25,8 @@ def _cell(text: str) -> str:
 def rule_text(h: Hypothesis) -> str:
     """The card's rule in a cell: what its interval is compared with."""
     r = h.rule
-    parts = f" (every part: {', '.join(h.parts)})" if h.parts else ""
+    parts = (f" (on {' and on '.join(h.parts)}: decided only where they agree)" if h.scales else
+             f" (every part: {', '.join(h.parts)})" if h.parts else "")
     if r.kind == "superiority":
         return (f"superiority in {r.unit}: above 0 reproduces; below {r.effect:g} not; wholly below 0 the other "
                 f"way{parts}")

@@ -35,9 +35,12 @@ class Retrain:
         self.source: str = result["dev_lang"]
         self.langs: list[str] = evidence.ordered_langs(result["test"])
         self._units: dict[tuple[str, int], dict[str, dict]] = {}
+        self._study = evidence.study
+        self._tests: dict[str, object] = {}  # per language, one of its test evaluations (what it reads)
         for part in refinetune_parts(evidence.study, self.cfg):
             tests = {}
             for lang, ec in part.tests.items():
+                self._tests.setdefault(lang, ec)
                 found = evidence.study.store.get(ec)
                 if found is not None:
                     tests[lang] = found["result"]["units"]
@@ -49,6 +52,11 @@ class Retrain:
 
     def units(self, label: str, seed: int, lang: str) -> dict:
         return self._units[(label, seed)][lang]
+
+    def chance(self, lang: str) -> float:
+        """The floor of ``lang``'s test metric: the most frequent label's share of the sentences its tests read."""
+        ec = self._tests[lang]
+        return self._study.majority_share(ec.task, lang, ec.split, ec.max_sentences)
 
     def n_test(self, lang: str) -> int:
         """How many test sentences ``lang`` has (the unpruned model's first seed's evaluation)."""

@@ -117,10 +117,13 @@ def build_tests(rows: list[dict]) -> Tests:
     arrays of draws)."""
     rep, against, other, part_card, equivalence, other_part = [], [], [], [], [], []
     for j, row in enumerate(rows):
-        rule = BY_ID[row["key"]].rule
+        h = BY_ID[row["key"]]
+        rule = h.rule
         w = row.get("weight", 1.0)
         ps = [statement_p(rule, *part) for part in row["parts"]]
         rep.append(np.minimum(1.0, w * np.max([np.asarray(p[REPRODUCED]) for p in ps], axis=0)))
+        if h.scales:  # one claim on several scales: every statement needs them all, one test of the largest p
+            ps = [{k: np.max([np.asarray(p[k]) for p in ps], axis=0) for k in ps[0]}]
         for p in ps:
             if rule.kind == "superiority":
                 other_part.append(len(against))
@@ -251,9 +254,11 @@ def _rates(specs_json: str, draws: int, seed: int) -> dict:
             if scenario == "claims_false":  # the least favourable null: one part at its boundary
                 deltas[0] = planted["null"]
             looks = tuple(tuple(x) for x in spec["looks"]) if spec["looks"] else None
-            outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=n)
+            h = BY_ID[spec["key"]]
+            outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=h.split(n))
                     for d, s in zip(deltas, spec["sizes"])]
-            per_look = np.stack([combine([o["by_look"][i] for o in outs]) for i in range(len(outs[0]["by_look"]))])
+            per_look = np.stack([combine([o["by_look"][i] for o in outs], scales=h.scales)
+                                 for i in range(len(outs[0]["by_look"]))])
             verdict, look = sequential(per_look)
             own.append(verdict)
             at = np.arange(draws)

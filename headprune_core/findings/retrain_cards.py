@@ -160,16 +160,22 @@ class RetrainCards:
             card.missing = [f"the layer-third runs need SVO targets ({', '.join(SVO)}) and Turkish"]
             return card
 
-        def top_minus_bottom(m, lang):  # drops in points: a lower baseline does not inflate them
-            return (m[f"0:{lang}"] - m[f"top:{lang}"]) - (m[f"0:{lang}"] - m[f"bottom:{lang}"])
+        chance = {lang: ex.chance(lang) for lang in svo + agg}
 
-        est = run_estimate([self._thirds_cost(ex, s, svo + agg) for s in ex.seeds],
-                           lambda m: mean_of([top_minus_bottom(m, lang) for lang in svo])
-                           - mean_of([top_minus_bottom(m, lang) for lang in agg]))
-        card.decide({"": est})
+        def top_minus_bottom(m, lang, share=False):  # drops in points, or in % of the gap to chance
+            diff = (m[f"0:{lang}"] - m[f"top:{lang}"]) - (m[f"0:{lang}"] - m[f"bottom:{lang}"])
+            return 100 * diff / max(m[f"0:{lang}"] - chance[lang], 1e-9) if share else diff
+
+        runs = [self._thirds_cost(ex, s, svo + agg) for s in ex.seeds]
+        est = {scale: run_estimate(runs, lambda m, sh=share: mean_of([top_minus_bottom(m, lang, sh) for lang in svo])
+                                   - mean_of([top_minus_bottom(m, lang, sh) for lang in agg]))
+               for scale, share in zip(card.hypothesis.parts, (False, True))}
+        card.decide(est)
         self._thirds_rows(card, ex)
-        card.measured = (f"(top - bottom drop, points) in {', '.join(svo)} minus in {', '.join(agg)}, per seed: "
-                         f"{', '.join(f'{v:+.1f}' for v in est.runs)}; {card.estimate_text()}.")
+        floors = ", ".join(f"{lang} {chance[lang]:.0f}%" for lang in svo + agg)
+        card.measured = (f"(top - bottom drop) in {', '.join(svo)} minus in {', '.join(agg)}: "
+                         f"{card.estimate_text()}. Chance (the most frequent tag's share of the test words): "
+                         f"{floors}.")
         card.protocol = self._retrain_protocol(ex) + " All heads of 4 of the 12 layers removed per third."
         return card
 

@@ -9,6 +9,7 @@ of 200 sentences of a 500,000-sentence split touches 200 rows.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -109,6 +110,16 @@ class StudyData:
             labels = list(self.checkpoint["labels"]) if self.checkpoint else None
             self._data[(task, lang)] = load_ref(self.source_for(task, lang), task, lang, labels=labels)
         return self._data[(task, lang)]
+
+    def majority_share(self, task: str, lang: str, split: str, limit: int | None) -> float:
+        """What always answering the most frequent label scores on the ``limit`` sentences a run reads of a split,
+        in % (token tasks: of their words; sentence tasks: of the sentences): the floor of the metric."""
+        ds = self._split(task, lang, split).select(subset_indices(self.split_size(task, lang, split), limit))
+        column = "tags" if "tags" in ds.column_names else "label"
+        values = [t for row in ds[column] for t in row] if column == "tags" else list(ds[column])
+        if not values:
+            raise ValueError(f"{task}/{lang} {split}: no labels to take the most frequent of")
+        return 100.0 * max(Counter(values).values()) / len(values)
 
     def split_size(self, task: str, lang: str, split: str) -> int:
         return len(self._split(task, lang, split))

@@ -259,3 +259,30 @@ def test_the_staged_reading_of_an_empty_cache_asks_for_the_first_look(small_find
     assert state.next_look == 0 and state.next_plan == plan
     assert {j.cfg.key() for j in state.next_jobs} == {j.cfg.key() for j in Findings(study, plan).missing()}
     assert all(c.verdict == MISSING for c in state.cards) and state.looks[0]["decided"] == []
+
+
+def test_one_claim_on_two_scales_is_decided_only_where_they_agree():
+    """Card d: points and % of the gap to chance. Both above 0: reproduced; both wholly below 0: the other way;
+    one reproduced and one not: inconclusive, saying the scales disagree (no alpha split: both must hold)."""
+    from headprune_core.findings.calibration import combine
+    from headprune_core.findings.cards import Card
+    from headprune_core.findings.hypotheses import BY_ID
+    from headprune_core.methods.inference import INCONCLUSIVE
+
+    v = lambda *xs: [np.array([x], dtype=object) for x in xs]  # noqa: E731
+    assert combine(v(REPRODUCED, REPRODUCED), scales=True)[0] == REPRODUCED
+    assert combine(v(OTHER_WAY, OTHER_WAY), scales=True)[0] == OTHER_WAY
+    assert combine(v(OTHER_WAY, SMALLER), scales=True)[0] == SMALLER
+    assert combine(v(REPRODUCED, INCONCLUSIVE), scales=True)[0] == INCONCLUSIVE
+    assert combine(v(REPRODUCED, OTHER_WAY), scales=True)[0] == INCONCLUSIVE
+    assert combine(v(REPRODUCED, OTHER_WAY))[0] == OTHER_WAY  # parts that must all hold: any part fails it
+
+    h = BY_ID["d"]
+    assert h.scales and h.split(2) == 1 and BY_ID["e2"].split(2) == 2
+    high = Estimate((5.0, 5.5, 6.0), se_sentences=0.05, n_sentences=200)
+    low = Estimate((-6.0, -5.5, -5.0), se_sentences=0.05, n_sentences=200)
+    card = Card(h, draws=50)
+    card.decide({"points": high, "% of the gap to chance": high})
+    assert card.verdict == REPRODUCED
+    card.decide({"points": low, "% of the gap to chance": high})
+    assert card.verdict == INCONCLUSIVE and card.reason.startswith("the scales disagree")

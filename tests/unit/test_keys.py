@@ -295,3 +295,17 @@ def test_model_fingerprint_covers_weights_anywhere_and_the_tokenizer(tiny_cache,
     final = model_fingerprint(str(folder))
     (folder / "README.md").write_text("notes")  # documentation is not the model
     assert model_fingerprint(str(folder)) == final
+
+
+def test_the_floor_of_a_metric_is_the_most_frequent_labels_share(study):
+    """Card d's floor: what always answering the most frequent tag scores on the sentences a test reads,
+    counted here by hand from the same rows."""
+    from collections import Counter
+
+    from headprune_core.runs.reading import subset_indices
+
+    size = study.split_size("pos", "en", "test")
+    rows = study.data("pos", "en").dataset["test"].select(subset_indices(size, 10))
+    tags = [t for row in rows["tags"] for t in row]
+    share = study.majority_share("pos", "en", "test", 10)
+    assert share == pytest.approx(100 * max(Counter(tags).values()) / len(tags)) and 0 < share < 100
