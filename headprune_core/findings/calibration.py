@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from headprune_core.findings.hypotheses import Hypothesis
+from headprune_core.findings.power import worth_more_runs
 from headprune_core.methods.inference import (
     ALPHA,
     INCONCLUSIVE,
@@ -79,8 +80,25 @@ def combine(verdicts: list[np.ndarray], *, scales: bool = False) -> np.ndarray:
     return out
 
 
+def staged_verdicts(h: Hypothesis, outs: list[dict], sizes: list[dict], *,
+                    select: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The card's verdicts and deciding looks from its parts' simulated draws (``outs``, as
+    :func:`~headprune_core.methods.inference.draw_verdicts` gives them): the parts combined per look, the first
+    look that decides. With ``select``, a draw goes on past look 1 only where its own look-1 estimate projects
+    enough power (:func:`~headprune_core.findings.power.worth_more_runs`), as the staged mode chooses on real
+    results: the rates then count the choice the data make."""
+    per_look = np.stack([combine([o["by_look"][i] for o in outs], scales=h.scales)
+                         for i in range(len(outs[0]["by_look"]))])
+    if select and len(per_look) > 1:
+        first = [{"n_runs": o["estimates"][0]["runs"], "n_sentences": s.get("n_sentences"),
+                  **o["estimates"][0]["size"]} for o, s in zip(outs, sizes)]
+        stop = ~np.asarray(worth_more_runs(h.id, {h.id: first}), dtype=bool)
+        per_look[1:, stop] = per_look[0, stop]
+    return sequential(per_look)
+
+
 def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = DRAWS, seed: int = 0,
-              looks: tuple[tuple[int, float], ...] | None = None) -> dict:
+              looks: tuple[tuple[int, float], ...] | None = None, select: bool = True) -> dict:
     """The error rates of ``h``'s rule around the sizes of ``estimates`` (one per part: an estimate, or its
     :meth:`~headprune_core.methods.inference.Estimate.size` as recorded in a design file): ``false_reproduced``,
     ``false_not_reproduced``, ``false_other_way``, ``power``, ``rates`` (every verdict's share under each truth),
@@ -90,7 +108,8 @@ def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = D
     ``looks`` (``[(runs, alpha), ...]``): the staged design's looks, from the sizes' runs on; every part is
     judged at each look, the parts combined per look, and the first look that decides counts
     (:func:`~headprune_core.methods.inference.sequential`): the rates are those of the whole staged design, every
-    extra look counted."""
+    extra look counted, and (``select``) the staged mode's choice of which cards get more runs made on each draw
+    from its own look 1 (:func:`staged_verdicts`)."""
     rule = h.rule
     planted = truths(rule)
     rng = np.random.default_rng(seed)
@@ -99,10 +118,7 @@ def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = D
     def verdicts(deltas: list[float]) -> np.ndarray:
         outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=h.split(len(sizes)))
                 for d, s in zip(deltas, sizes)]
-        if looks is None:
-            return combine([o["verdict"] for o in outs], scales=h.scales)
-        per_look = np.stack([combine([o["by_look"][i] for o in outs], scales=h.scales) for i in range(len(looks))])
-        return sequential(per_look)[0]
+        return staged_verdicts(h, outs, sizes, select=select and looks is not None)[0]
 
     n = len(estimates)
     by_truth = {name: rates(verdicts(deltas)) for name, deltas in (

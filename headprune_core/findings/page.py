@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from headprune_core.findings.calibration import DRAWS, ONE_SIDED, combine, goal
+from headprune_core.findings.calibration import DRAWS, ONE_SIDED, goal, staged_verdicts
 from headprune_core.findings.hypotheses import BY_ID
 from headprune_core.methods.inference import (
     AGAINST,
@@ -48,7 +48,6 @@ from headprune_core.methods.inference import (
     SAME,
     SMALLER,
     draw_verdicts,
-    sequential,
     statement_p,
     truths,
 )
@@ -257,14 +256,12 @@ def _rates(specs_json: str, draws: int, seed: int) -> dict:
             h = BY_ID[spec["key"]]
             outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=h.split(n))
                     for d, s in zip(deltas, spec["sizes"])]
-            per_look = np.stack([combine([o["by_look"][i] for o in outs], scales=h.scales)
-                                 for i in range(len(outs[0]["by_look"]))])
-            verdict, look = sequential(per_look)
+            verdict, look = staged_verdicts(h, outs, spec["sizes"], select=looks is not None)
             own.append(verdict)
             at = np.arange(draws)
             parts = [tuple(np.stack([e[k] for e in o["estimates"]])[look, at] for k in ("diff", "se", "df"))
                      for o in outs]
-            weight = np.array([look_weight(looks, i) for i in range(len(per_look))])[look]
+            weight = np.array([look_weight(looks, i) for i in range(len(outs[0]["by_look"]))])[look]
             rows.append({"key": spec["key"], "parts": parts, "weight": weight})
         heads, own = headlines(build_tests(rows)), np.stack(own, axis=-1)
         if scenario == "claims_true":

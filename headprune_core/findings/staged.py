@@ -10,19 +10,21 @@ at most by the union bound, under the 5% goal, and the rates each card shows are
 (:func:`~headprune_core.findings.calibration.calibrate` with ``looks``). Everything is a function of the cache:
 a rerun resumes where the last one stopped, and the page, the CLI and the report read the same looks.
 
-Where the design file says the test-sentence part of a card's variance is at least half of it, a later look also
-tests the target languages on up to :data:`MORE_SENTENCES` held-out sentences (every one of es, fr, it, de, nl):
-evaluation is cheap next to training.
+Which open cards get more runs is read from each card's own look-1 estimate (:mod:`headprune_core.findings.power`:
+projected power at the last look at least :data:`MIN_POWER`), and where its test-sentence part is at least half of
+its variance, a later look also tests the target languages on up to :data:`MORE_SENTENCES` held-out sentences
+(every one of es, fr, it, de, nl): evaluation is cheap next to training. Those choices read the runs the later
+looks judge, so the calibration makes them on each simulated draw from the draw's own look 1.
 
 **The projection** (``headprune findings --plan``): per open card, from the design file's variance parts (a
-committed record of an earlier computation, updated on purpose, never the runs being judged), the power at each
-look and the runs and sentences a decision at the paper's effect needs, with the minutes each look costs here.
+committed record of the findings preset's runs, for cards not computed yet; a computed card's own parts where it
+has them), the power at each look and the runs and sentences a decision at the paper's effect needs, with the
+minutes each look costs here.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,24 +33,20 @@ from headprune_core.findings.calibration import calibrate
 from headprune_core.findings.cards import INCONCLUSIVE, MISSING, Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
 from headprune_core.findings.page import ALPHA_PAGE, page_control, tested
-from headprune_core.methods.inference import DECIDED, satterthwaite
+from headprune_core.findings.power import (
+    LOOKS,
+    MIN_POWER,
+    MORE_SENTENCES,
+    power,
+    runs_needed,
+    sentence_binds,
+    worth_more_runs,
+)
+from headprune_core.methods.inference import DECIDED
 from headprune_core.multitask.plan import find_gradts_plan
 from headprune_core.plans.plan import StudyPlan, plan_jobs
 from headprune_core.runs.estimate import estimate_jobs
 from headprune_core.runs.jobs import Job, run_jobs
-
-LOOKS: tuple[tuple[int, float], ...] = ((3, 0.05), (5, 0.01), (8, 0.01))
-"""(training runs, two-sided alpha) of each look; the first is the findings preset's own."""
-
-MORE_SENTENCES = 1000
-"""Test sentences per target language at a later look where the sentence part binds."""
-
-TARGET_CARDS = ("a1", "b2", "b3", "d", "h")
-"""Cards whose test sets are the target languages' held-out sentences (the ones a later look can enlarge)."""
-
-MIN_POWER = 0.2
-"""A card gets more runs only when the design file projects at least this power at the last look: compute goes
-where it can decide. The choice is made from the design file, never from the runs being judged."""
 
 DESIGN = Path(__file__).with_name("design.json")
 """The design file: per card, the variance parts of its estimate(s) as an earlier computation measured them."""
@@ -95,23 +93,6 @@ def _more(seeds, runs: int) -> list[int]:
     while len(out) < runs:
         out.append(max(out) + 1)
     return out
-
-
-def sentence_binds(card_id: str, sizes: dict[str, list[dict]]) -> bool:
-    """Whether the design file says the test sentences make at least half of the card's variance, on target
-    languages whose held-out sentences a later look can enlarge."""
-    parts = sizes.get(card_id) or []
-    return card_id in TARGET_CARDS and any(s.get("n_sentences") and s["sentences"] >= s["run"] for s in parts)
-
-
-def worth_more_runs(card_id: str, sizes: dict[str, list[dict]]) -> bool:
-    """Whether more training runs could decide the card: projected power at the last look at least
-    :data:`MIN_POWER` (from the design file; a card it does not list is tried)."""
-    if card_id not in sizes:
-        return True
-    runs, alpha = LOOKS[-1]
-    more = MORE_SENTENCES if sentence_binds(card_id, sizes) else None
-    return power(card_id, sizes[card_id], runs, sentences=more, alpha=alpha) >= MIN_POWER
 
 
 def extend(plan: StudyPlan, card_ids, runs: int, *, sizes: dict | None = None) -> StudyPlan:
@@ -191,8 +172,10 @@ def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None
     runs for the cards open at look ``i - 1`` that more runs could decide. A look whose results are not all
     cached stops the reading there: its jobs are ``next_jobs``. Once a later look is read, the cards it could
     have judged show the staged design's error rates (every look counted), their verdicts still the first
-    deciding look's; with no later look computed, every card is exactly the plain page's."""
-    sizes = design() if sizes is None else sizes
+    deciding look's; with no later look computed, every card is exactly the plain page's. Every card's headline is
+    set, controlled across the page (:func:`~headprune_core.findings.page.page_control`). Which open cards get
+    more runs reads each card's own look-1 estimate (``sizes``, per card its parts' sizes, overrides it: then
+    the choice reads no data, and the calibration simulates none)."""
     first = first or Findings(study, plan, draws=draws)
     cards = {c.key: c for c in first.cards()}
     missing = first.missing()
@@ -202,14 +185,16 @@ def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None
         state = Staged(list(cards.values()), looks, plan, missing, 0)
         page_control(state.cards, draws=draws)
         return state
-    eligible = [k for k, c in cards.items() if k in READS and c.estimates and worth_more_runs(k, sizes)]
-    open_ = [k for k in eligible if is_open(cards[k])]
+    chooser = {k: [e.size() for e in c.estimates.values()] for k, c in cards.items() if c.estimates} \
+        if sizes is None else sizes
+    judged = [k for k, c in cards.items() if k in READS and c.estimates]  # in the staged design, whatever it adds
+    open_ = [k for k in judged if is_open(cards[k]) and worth_more_runs(k, chooser)]
     state = Staged(list(cards.values()), looks)
     for i in range(1, len(LOOKS)):
         if not open_:
             break
         runs, alpha = LOOKS[i]
-        look_plan = extend(plan, open_, runs, sizes=sizes)
+        look_plan = extend(plan, open_, runs, sizes=chooser)
         todo = [j for j in plan_jobs(study, look_plan) if not study.store.has(j.cfg)]
         if todo:
             state.next_plan, state.next_jobs, state.next_look = look_plan, todo, i
@@ -221,12 +206,12 @@ def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None
                       "decided": [k for k in open_ if not is_open(cards[k])]})
         open_ = [k for k in open_ if is_open(cards[k])]
     if len(looks) > 1:  # a staged design was run: the rates of the cards it could judge again count every look
-        for key in eligible:
+        for key in judged:
             card = cards[key]
-            if card.look == 0 and card.estimates:
+            if card.look == 0:
                 card.looks = LOOKS
                 card.calibration = calibrate(card.hypothesis, list(card.estimates.values()), draws=draws,
-                                             looks=LOOKS)
+                                             looks=LOOKS, select=sizes is None)
     state.cards = list(cards.values())
     page_control(state.cards, draws=draws)  # the headlines, controlled across the page
     return state
@@ -243,7 +228,6 @@ def run_staged(study, plan: StudyPlan, *, budget_s: float, draws: int = 200, on_
     fit what is left of the budget is not started; a look that runs over it stops between jobs. Resumes from
     the cache. Returns the design as read afterwards."""
     start = time.monotonic()
-    sizes = design() if sizes is None else sizes
     while True:
         state = read_staged(study, plan, draws=draws, sizes=sizes)
         if state.next_plan is None:
@@ -271,51 +255,6 @@ def run_staged(study, plan: StudyPlan, *, budget_s: float, draws: int = 200, on_
             return read_staged(study, plan, draws=draws, sizes=sizes)
 
 
-def _var(size: dict, runs: int, sentences: int | None) -> tuple[float, float]:
-    """The variance of the mean and its Satterthwaite df at ``runs`` runs and ``sentences`` sentences, from a
-    recorded size (its parts of the mean at its own runs and sentences)."""
-    r0, n0 = int(size["n_runs"]), size.get("n_sentences")
-    run = size["run"] * r0 / runs
-    if not n0:
-        return run, max(1.0, runs - 1.0)
-    n = sentences or n0
-    sent = size["sentences"] * n0 / n
-    res = size["residual"] * r0 * n0 / (runs * n)
-    df = satterthwaite([(run, runs - 1), (sent, n - 1), (res, (runs - 1) * (n - 1))], floor=runs - 1)
-    return run + sent + res, float(df)
-
-
-def power(card_id: str, sizes: list[dict], runs: int, *, sentences: int | None = None, alpha: float = 0.05) -> float:
-    """Power to decide the claim when the paper's effect is true, at ``runs`` runs (and ``sentences`` sentences
-    per test set), from the design file's sizes, the weakest part of the card: superiority, the noncentral t
-    at Satterthwaite's df (for runs alone, exactly the one-sample t-test's power); equivalence, both one-sided
-    tests at a true 0 (normal approximation with t quantiles)."""
-    from scipy import stats  # here: scipy.stats takes 1.5 s to import
-
-    rule = BY_ID[card_id].rule
-    out = 1.0
-    for size in sizes:
-        var, df = _var(size, runs, sentences)
-        se = math.sqrt(max(var, 1e-300))
-        t = stats.t.ppf(1 - alpha / 2, df)
-        if rule.kind == "superiority":
-            p = stats.nct.sf(t, df, rule.effect / se)
-        else:
-            p = max(0.0, 2 * stats.t.cdf(rule.margin / se - t, df) - 1)
-        out = min(out, float(p))
-    return out
-
-
-def runs_needed(card_id: str, sizes: list[dict], *, sentences: int | None = None, alpha: float = 0.01,
-                power_goal: float = 0.8, most: int = 200) -> int | None:
-    """The fewest training runs with ``power_goal`` at the paper's effect at a later look's ``alpha`` (None:
-    more than ``most``, e.g. when the sentence part alone is too large)."""
-    for runs in range(3, most + 1):
-        if power(card_id, sizes, runs, sentences=sentences, alpha=alpha) >= power_goal:
-            return runs
-    return None
-
-
 def page_alpha(cards: list[Card]) -> float:
     """The two-sided alpha at which a card is decided on the page whatever the others do: Holm's first step,
     one-sided 2.5% over the cards tested (at least the 17 of the preset, so that a page with results missing
@@ -324,12 +263,15 @@ def page_alpha(cards: list[Card]) -> float:
 
 
 def projection(study, plan: StudyPlan, cards: list[Card], *, sizes: dict | None = None) -> list[dict]:
-    """Per open card (inconclusive alone or on the page, or not computed yet): the design file's sentence share,
+    """Per open card (inconclusive alone or on the page, or not computed yet), from its own estimate's variance
+    parts where it has one, else the design file's (``sizes`` overrides both): the sentence share,
     the power at each look, the runs a decision at the paper's effect needs (at the sentences it has, and at up to
     :data:`MORE_SENTENCES` where the sentence part binds), the runs it needs to be decided on the page (at Holm's
     first step over the cards tested: :func:`page_alpha`), and the minutes of each later look on this machine
     (from the job times measured in the cache)."""
-    sizes = design() if sizes is None else sizes
+    recorded = design() if sizes is None else sizes
+    own = {c.key: [e.size() for e in c.estimates.values()] for c in cards if c.estimates}
+    sizes = recorded if sizes is not None else {**recorded, **own}
     page_level = page_alpha(cards)
     rows = []
     for card in cards:

@@ -438,7 +438,8 @@ def draw_estimates(delta: float, size: dict, *, runs: Sequence[int], draws: int,
     Student-t distributions (5, 4 and 4 df), each standard deviation the recorded one (``size``, as
     :meth:`Estimate.size`) times a factor drawn log-uniformly in ``spread`` (0.5x to 3x): the true sizes are
     drawn around the estimates, not fixed at them. The estimate is what real results give: the per-run means
-    and the crossed ANOVA of the per-(run, sentence) values (or the runs alone when ``size`` has no sentences).
+    and the crossed ANOVA of the per-(run, sentence) values (or the runs alone when ``size`` has no sentences),
+    with its variance parts (``size``: as :meth:`Estimate.size`, arrays of draws).
     """
     n_runs, r_max = int(size["n_runs"]), max(runs)
     parts = np.array([size["run"], size["sentences"], size["residual"]], dtype=float)
@@ -468,8 +469,12 @@ def draw_estimates(delta: float, size: dict, *, runs: Sequence[int], draws: int,
         yr = y[:, :r]  # (draws, runs, sentences)
         stat = yr.mean(axis=-1)
         est = crossed_parts(stat, [] if runs_only else [yr])
+        res = np.zeros(draws) if runs_only else est["residual"]
+        size = {"run": est["var"] if runs_only else np.maximum(est["run"] - res, 0.0),
+                "sentences": np.zeros(draws) if runs_only else np.maximum(est["sentences"] - res, 0.0),
+                "residual": res}  # the parts of the mean, as Estimate.size gives them
         out.append({"runs": int(r), "diff": stat.mean(axis=-1), "se": np.sqrt(np.maximum(est["var"], 0.0)),
-                    "df": est["df"]})
+                    "df": est["df"], "size": size})
     return out
 
 

@@ -252,9 +252,15 @@ def test_stem_cells_on_planted_maps(small_findings, monkeypatch):
     assert card.verdict == MISSING and "at least 5 distinct tasks" in card.missing[0]
 
 
-def test_the_staged_reading_of_an_empty_cache_asks_for_the_first_look(small_findings):
+def test_the_staged_reading_of_an_empty_cache_asks_for_the_first_look(small_findings, monkeypatch):
+    from headprune_core.findings import staged
     from headprune_core.findings.staged import read_staged
     study, plan = small_findings
+
+    def gone(*_a, **_k):  # the staged choice reads the cards' own look 1 (simulated so), never the design file
+        raise AssertionError("the staged reading opened the design file")
+
+    monkeypatch.setattr(staged, "design", gone)
     state = read_staged(study, plan, draws=50)
     assert state.next_look == 0 and state.next_plan == plan
     assert {j.cfg.key() for j in state.next_jobs} == {j.cfg.key() for j in Findings(study, plan).missing()}

@@ -129,3 +129,22 @@ def test_cards_without_a_chance_get_no_more_runs():
     assert staged.worth_more_runs("b2", sizes)
     assert not staged.worth_more_runs("f1", sizes)  # 80% power would take hundreds of runs
     assert staged.worth_more_runs("a1", {})  # a card the design file does not list is tried
+
+
+def test_the_calibration_makes_the_staged_choice_on_each_draw():
+    """Which open cards get more runs reads their look-1 estimates, so the simulation makes the same choice on
+    each draw from its own look 1: at a size where no draw projects the power, every verdict stays at look 1;
+    at one where every draw does, later looks decide some; the choice off (select=False), later looks count."""
+    from headprune_core.findings.calibration import staged_verdicts
+
+    h = BY_ID["b2"]
+    rule = h.rule
+    for sd, expect_later in ((50.0, False), (0.3, True)):
+        size = {"n_runs": 3, "n_sentences": None, "run": sd ** 2, "sentences": 0.0, "residual": 0.0}
+        out = draw_verdicts(rule, 0.5, size, draws=400, rng=np.random.default_rng(1), looks=staged.LOOKS)
+        first = out["by_look"][0]
+        chosen, _ = staged_verdicts(h, [out], [size], select=True)
+        assert (chosen != first).any() == expect_later, sd  # a later look decided some draws
+        free, _ = staged_verdicts(h, [out], [size], select=False)
+        assert (free != first).any()
+
