@@ -132,8 +132,8 @@ def staged_caption() -> None:
 
 def overview(cards: list[Card]) -> None:
     """The page's message at a glance: every card's estimate and interval on one scale (units of the paper's
-    effect or margin), coloured by the verdict on the page; with PNG/SVG export like every chart."""
-    page_control(cards)  # the headlines the colours show
+    effect or margin), coloured by its headline (set by the staged reading, controlled across the page); with
+    PNG/SVG export like every chart."""
     fig = page_figure(cards)
     if fig is not None:
         figures.show(go.Figure(fig), name="findings-page", title="Findings: every card on one scale",

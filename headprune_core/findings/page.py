@@ -90,7 +90,7 @@ def holm_adjusted(p) -> np.ndarray:
 
 
 @dataclass
-class Tests:
+class StatementTests:
     """The page's one-sided tests (leading axis: draws; one for a real page): per card its *reproduced* p
     (``rep``: draws x cards); per part its *not reproduced* p (``against``: draws x parts, ``part_card`` the card
     of each column, ``equivalence`` whether the part's rule is one); per superiority part its *the other way* p
@@ -111,7 +111,7 @@ def look_weight(looks, look: int) -> float:
     return goal(looks) / (looks[look][1] / 2) if looks else 1.0
 
 
-def build_tests(rows: list[dict]) -> Tests:
+def build_tests(rows: list[dict]) -> StatementTests:
     """The page's tests from ``rows``: per card ``{"key", "parts": [(diff, se, df), ...], "weight"}`` (numbers, or
     arrays of draws)."""
     rep, against, other, part_card, equivalence, other_part = [], [], [], [], [], []
@@ -134,10 +134,11 @@ def build_tests(rows: list[dict]) -> Tests:
     def cols(values):
         return np.stack([np.atleast_1d(v) for v in values], axis=-1) if values else np.zeros((1, 0))
 
-    return Tests([r["key"] for r in rows], cols(rep), cols(against), part_card, equivalence, cols(other), other_part)
+    return StatementTests([r["key"] for r in rows], cols(rep), cols(against), part_card, equivalence, cols(other),
+                          other_part)
 
 
-def headlines(tests: Tests, alpha: float = ALPHA_PAGE) -> np.ndarray:
+def headlines(tests: StatementTests, alpha: float = ALPHA_PAGE) -> np.ndarray:
     """The headline verdict of each card (draws x cards) after Holm in each family: *reproduced* where its
     family rejects; else *the other way* where a part's *not reproduced* and its *the other way* (an equivalence
     part: its *not reproduced* alone) are rejected; else *smaller here* where a part's *not reproduced* is; else
