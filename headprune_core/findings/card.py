@@ -42,6 +42,7 @@ class Card:
     same_as: str = ""  # the card whose result this one is (verdict SAME), shown and counted there
     looks: tuple | None = None  # a staged design's looks ((runs, alpha), ...): its rates count every look
     look: int = 0  # which of them gave the verdict (0: the first, the preset's own three runs)
+    seen: tuple = ()  # in a staged design, ((look, estimates), ...) of every look computed for it (the page's p)
     headline: str = ""  # the verdict controlled across the page (findings/page.py); "" until the page sets it
     page_note: str = ""  # why the headline differs from the card's own verdict, in a line
 

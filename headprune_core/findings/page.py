@@ -111,25 +111,36 @@ def look_weight(looks, look: int) -> float:
     return goal(looks) / (looks[look][1] / 2) if looks else 1.0
 
 
+def _look_p(h, parts, weight) -> dict:
+    """One look's p-values of a card: ``REPRODUCED`` (the largest over its parts), and per part (one for a
+    claim on several scales: the largest) its ``SMALLER`` and ``OTHER_WAY``; each times the look's weight."""
+    ps = [statement_p(h.rule, *part) for part in parts]
+    out = {REPRODUCED: np.minimum(1.0, weight * np.max([np.asarray(p[REPRODUCED]) for p in ps], axis=0))}
+    if h.scales:  # one claim on several scales: every statement needs them all, one test of the largest p
+        ps = [{k: np.max([np.asarray(p[k]) for p in ps], axis=0) for k in ps[0]}]
+    out["parts"] = [{k: np.minimum(1.0, weight * np.asarray(p[k])) for k in p if k != REPRODUCED} for p in ps]
+    return out
+
+
 def build_tests(rows: list[dict]) -> StatementTests:
-    """The page's tests from ``rows``: per card ``{"key", "parts": [(diff, se, df), ...], "weight"}`` (numbers, or
-    arrays of draws)."""
+    """The page's tests from ``rows``: per card ``{"key", "looks": [{"parts": [(diff, se, df), ...], "weight"},
+    ...]}`` (or one look's ``"parts"`` and ``"weight"`` on the row itself; numbers, or arrays of draws). A card
+    seen at several looks takes each statement's smallest weighted p over them: valid for the whole staged
+    design, whichever looks were computed (the union over the looks)."""
     rep, against, other, part_card, equivalence, other_part = [], [], [], [], [], []
     for j, row in enumerate(rows):
         h = BY_ID[row["key"]]
-        rule = h.rule
-        w = row.get("weight", 1.0)
-        ps = [statement_p(rule, *part) for part in row["parts"]]
-        rep.append(np.minimum(1.0, w * np.max([np.asarray(p[REPRODUCED]) for p in ps], axis=0)))
-        if h.scales:  # one claim on several scales: every statement needs them all, one test of the largest p
-            ps = [{k: np.max([np.asarray(p[k]) for p in ps], axis=0) for k in ps[0]}]
-        for p in ps:
-            if rule.kind == "superiority":
+        looks = [_look_p(h, look["parts"], look.get("weight", 1.0))
+                 for look in row.get("looks") or [{"parts": row["parts"], "weight": row.get("weight", 1.0)}]]
+        rep.append(np.min([lk[REPRODUCED] for lk in looks], axis=0))
+        for k in range(len(looks[0]["parts"])):
+            p = {s: np.min([lk["parts"][k][s] for lk in looks], axis=0) for s in looks[0]["parts"][k]}
+            if h.rule.kind == "superiority":
                 other_part.append(len(against))
-                other.append(np.minimum(1.0, w * np.asarray(p[OTHER_WAY])))
-            against.append(np.minimum(1.0, w * np.asarray(p[SMALLER if rule.kind == "superiority" else OTHER_WAY])))
+                other.append(p[OTHER_WAY])
+            against.append(p[SMALLER if h.rule.kind == "superiority" else OTHER_WAY])
             part_card.append(j)
-            equivalence.append(rule.kind == "equivalence")
+            equivalence.append(h.rule.kind == "equivalence")
 
     def cols(values):
         return np.stack([np.atleast_1d(v) for v in values], axis=-1) if values else np.zeros((1, 0))
@@ -173,8 +184,9 @@ def page_control(cards, *, draws: int = DRAWS, seed: int = 0) -> dict:
     for card in cards:
         card.headline, card.page_note = card.verdict, ""
     judged = tested(cards)
-    rows = [{"key": c.key, "parts": [(e.diff, e.se, e.df) for e in c.estimates.values()],
-             "weight": look_weight(c.looks, c.look)} for c in judged]
+    rows = [{"key": c.key, "looks": [{"parts": [(e.diff, e.se, e.df) for e in est.values()],
+                                      "weight": look_weight(c.looks, i)}
+                                     for i, est in (c.seen or ((c.look, c.estimates),))]} for c in judged]
     out = {}
     if judged:
         t = build_tests(rows)
@@ -193,7 +205,7 @@ def page_control(cards, *, draws: int = DRAWS, seed: int = 0) -> dict:
                 p_holm[OTHER_WAY] = float(adj[OTHER_WAY][ways].min())
             card.page_note = _note(card, p, p_holm, len(judged))
             out[card.key] = {"paper": card.paper, "verdict": card.verdict, "headline": card.headline, "p": p,
-                             "p_holm": p_holm, "weight": rows[j]["weight"]}
+                             "p_holm": p_holm, "looks": [lk["weight"] for lk in rows[j]["looks"]]}
     return {"procedure": PROCEDURE, "alpha": ALPHA_PAGE,
             "bound": {"false_reproduced": ALPHA_PAGE, "false_not_reproduced": ALPHA_PAGE,
                       "false_other_way": ALPHA_PAGE},

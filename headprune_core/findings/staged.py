@@ -1,14 +1,17 @@
 """Compute where a card is open: the staged Findings design and its projection from the design file.
 
-**The staged design.** The findings preset trains every experiment with 3 seeds. A card that is still open after
-them (inconclusive) gets more training runs, and only it: the experiments it reads are trained with 5 seeds
-(look 2), then 8 (look 3), as long as ``--budget`` allows. Each look judges the card on its first runs, at the
-look's own alpha (:data:`LOOKS`: 5% at the preset's 3 runs, then 1% and 1%), and the first look that decides
-gives the verdict: a card decided at look 1 keeps its look-1 verdict even when another card's look trains more
-seeds of the runs it shares. The extra looks are paid for by alpha spending: per side 2.5% + 0.5% + 0.5% = 3.5%
-at most by the union bound, under the 5% goal, and the rates each card shows are simulated for the whole design
-(:func:`~headprune_core.findings.calibration.calibrate` with ``looks``). Everything is a function of the cache:
-a rerun resumes where the last one stopped, and the page, the CLI and the report read the same looks.
+**The staged design.** The findings preset trains every experiment with 3 seeds. A card the page leaves open
+after them (its headline, controlled across the cards, inconclusive) gets more training runs, and only it: the
+experiments it reads are trained with 5 seeds (look 2), then 8 (look 3), as long as ``--budget`` allows. Each
+look judges the card on its first runs, at the look's own alpha (:data:`LOOKS`: 5% at the preset's 3 runs, then
+1% and 1%). The card alone keeps the first look that decides it (a card decided alone at look 1 keeps that
+verdict whatever runs are added), and the extra looks are paid for by alpha spending: per side 2.5% + 0.5% +
+0.5% = 3.5% at most by the union bound, the rates each card shows simulated for the whole design
+(:func:`~headprune_core.findings.calibration.calibrate` with ``looks``). On the page, a card seen at several
+looks takes each statement's smallest p over them, each times 3.5% / that look's one-sided alpha
+(:func:`~headprune_core.findings.page.build_tests`): valid whichever looks were computed, so more runs can decide
+on the page a card its own 3 runs decided alone. Everything is a function of the cache: a rerun resumes where
+the last one stopped, and the page, the CLI and the report read the same looks.
 
 Which open cards get more runs is read from each card's own look-1 estimate (:mod:`headprune_core.findings.power`:
 projected power at the last look at least :data:`MIN_POWER`), and where its test-sentence part is at least half of
@@ -139,9 +142,15 @@ def _grown(ref, runs: int, field_name: str):
     return replace(gplan, name=f"{gplan.name}-{runs}maps", map_seeds=seeds).to_dict()
 
 
+def page_open(card: Card) -> bool:
+    """Open on the page: its headline (controlled across the cards) inconclusive, with runs a later look can add
+    to; a card decided alone but not on the page is open here (more runs can decide it on the page)."""
+    return card.shown == INCONCLUSIVE and card.key in READS
+
+
 def is_open(card: Card) -> bool:
-    """Still open, and more training runs could decide it: inconclusive (three runs or more) with runs that a
-    later look can add to."""
+    """Open alone, and more training runs could decide it: the card's own verdict inconclusive (three runs or
+    more) with runs that a later look can add to."""
     return card.verdict == INCONCLUSIVE and card.key in READS
 
 
@@ -158,7 +167,8 @@ class Staged:
 
     @property
     def open(self) -> list[str]:
-        return [c.key for c in self.cards if is_open(c)]
+        """The cards the page leaves open (headline inconclusive) that more runs could decide."""
+        return [c.key for c in self.cards if page_open(c)]
 
     def to_dict(self) -> dict:
         return {"looks": self.looks, "open": self.open, "next_look": self.next_look,
@@ -188,7 +198,9 @@ def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None
     chooser = {k: [e.size() for e in c.estimates.values()] for k, c in cards.items() if c.estimates} \
         if sizes is None else sizes
     judged = [k for k, c in cards.items() if k in READS and c.estimates]  # in the staged design, whatever it adds
-    open_ = [k for k in judged if is_open(cards[k]) and worth_more_runs(k, chooser)]
+    page_control(list(cards.values()), draws=draws)  # look 1's headlines: which cards the page leaves open
+    open_ = [k for k in judged if page_open(cards[k]) and worth_more_runs(k, chooser)]
+    seen = {k: [(0, cards[k].estimates)] for k in judged}
     state = Staged(list(cards.values()), looks)
     for i in range(1, len(LOOKS)):
         if not open_:
@@ -201,15 +213,20 @@ def read_staged(study, plan: StudyPlan, *, draws: int, sizes: dict | None = None
             break
         found = Findings(study, look_plan, draws=draws, look=i, looks=LOOKS)
         for key in open_:
-            cards[key] = found.card(key)
+            later = found.card(key)
+            seen[key].append((i, later.estimates))
+            if is_open(cards[key]):  # the card alone keeps the first look that decides it
+                cards[key] = later
+        for key in judged:  # every look counts on the page, each paid for by its weight
+            cards[key].looks, cards[key].seen = LOOKS, tuple(seen[key])
+        page_control(list(cards.values()), draws=draws)
         looks.append({"look": i + 1, "runs": runs, "alpha": alpha, "cards": list(open_),
-                      "decided": [k for k in open_ if not is_open(cards[k])]})
-        open_ = [k for k in open_ if is_open(cards[k])]
+                      "decided": [k for k in open_ if not page_open(cards[k])]})
+        open_ = [k for k in open_ if page_open(cards[k])]
     if len(looks) > 1:  # a staged design was run: the rates of the cards it could judge again count every look
         for key in judged:
             card = cards[key]
             if card.look == 0:
-                card.looks = LOOKS
                 card.calibration = calibrate(card.hypothesis, list(card.estimates.values()), draws=draws,
                                              looks=LOOKS, select=sizes is None)
     state.cards = list(cards.values())

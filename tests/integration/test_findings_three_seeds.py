@@ -13,6 +13,7 @@ import pytest
 from headprune_core.findings import staged
 from headprune_core.findings.cards import INCONCLUSIVE, MISSING, OTHER_WAY, REPRODUCED, SMALLER, Findings
 from headprune_core.findings.evidence import Retrain
+from headprune_core.findings.page import page_control
 from headprune_core.plans.plan import StudyPlan, run_plan
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
@@ -52,19 +53,22 @@ def test_later_looks_train_more_seeds_only_for_open_cards(tiny_plan):
     logs: list[str] = []
     state = staged.run_staged(study, plan, budget_s=3600, draws=200, sizes={}, log=logs.append)
     plain = {c.key: c for c in Findings(study, plan, draws=200).cards()}
+    page_control(list(plain.values()), draws=200)  # which cards the page leaves open at look 1
     first = state.looks[0]
     assert first["runs"] == 3 and state.next_look is None, (state.looks, logs)
     eligible = [k for k, c in plain.items() if k in ("a1", "b1", "b2", "b3", "c", "h") and c.estimates]
-    opened = [k for k in eligible if staged.is_open(plain[k])]
+    opened = [k for k in eligible if staged.page_open(plain[k])]  # open on the page (alone or not)
     assert opened, {k: plain[k].verdict for k in eligible}  # the tiny model leaves some card open
     assert len(state.looks) == 2 and state.looks[1]["cards"] == opened
     cards = {c.key: c for c in state.cards}
     for key, card in cards.items():
-        if key in opened:  # judged again on 4 runs at the second look's alpha
+        if key in opened and staged.is_open(plain[key]):  # open alone: judged again on 4 runs at look 2's alpha
             assert card.look == 1 and card.hypothesis.rule.alpha == LOOKS[1][1], key
             assert min(e.n_runs for e in card.estimates.values()) == 4, key
-        else:  # decided (or not eligible) at look 1: the plain page's verdict, whatever runs were added
+        else:  # decided alone (or not eligible) at look 1: the plain page's verdict, whatever runs were added
             assert card.look == 0 and card.verdict == plain[key].verdict, key
+        if key in opened:  # on the page, every look computed counts (each paid for by its weight)
+            assert [i for i, _ in card.seen] == [0, 1], key
         if key in eligible and card.estimates:  # its rates count both looks
             assert card.calibration["looks"] == [list(x) for x in LOOKS], key
     # only the experiments the open cards read got a fourth seed

@@ -120,3 +120,19 @@ def test_a_card_of_parts_is_reproduced_only_when_every_part_is():
     e2.decide({"middle - bottom": strong, "middle - top": null})
     page_control(cards, draws=50)
     assert e2.verdict != REPRODUCED and e2.headline != REPRODUCED
+
+
+def test_a_card_seen_at_several_looks_takes_each_statements_smallest_weighted_p():
+    """The union over the looks: each look's p times 3.5% / its one-sided alpha, the smallest of them; a look
+    with more runs can decide on the page what the first could not."""
+    from headprune_core.findings.hypotheses import BY_ID
+    from headprune_core.methods.inference import statement_p
+
+    first, later = (0.5, 0.3, 2.0), (0.5, 0.08, 4.0)
+    row = {"key": "b2", "looks": [{"parts": [first], "weight": look_weight(staged.LOOKS, 0)},
+                                  {"parts": [later], "weight": look_weight(staged.LOOKS, 1)}]}
+    t = build_tests([row])
+    p = [statement_p(BY_ID["b2"].rule, *x)[REPRODUCED] for x in (first, later)]
+    assert t.rep[0, 0] == pytest.approx(min(1.4 * p[0], 7 * p[1]))
+    assert headlines(build_tests([{"key": "b2", "parts": [first], "weight": 1.4}]))[0, 0] == "inconclusive"
+    assert headlines(t)[0, 0] == REPRODUCED
