@@ -65,7 +65,9 @@ def _write_docs(args) -> int:
 
     used = [flag for flag, on in (("--card", args.card), ("--plan", args.projection), ("--staged", args.staged),
                                   ("--budget", args.budget is not None), ("--model", args.model),
-                                  ("--format json", args.format != "text"), ("a plan", args.plan != "demo")) if on]
+                                  ("--format json", args.format != "text"), ("a plan", args.plan != "demo"),
+                                  ("--draws", args.draws != 1000), ("--device", args.device != "auto"),
+                                  ("--cache", getattr(args, "cache", None))) if on]
     if used:
         raise ValueError(f"--docs writes the cards' tables from the hypotheses alone; it takes no {used[0]}")
     changed = write(args.docs or DEFAULT_FILES)

@@ -134,6 +134,8 @@ def test_findings_docs_rewrites_a_block_and_refuses_what_it_does_not_use(tmp_pat
     assert main(["findings", "--docs", str(doc)]) == 0 and "already current" in capsys.readouterr().out
     assert main(["findings", "--docs", str(doc), "--card", "a1"]) == 2
     assert "takes no --card" in capsys.readouterr().err
+    assert main(["findings", "--docs", str(doc), "--draws", "50"]) == 2 and "takes no --draws" in \
+        capsys.readouterr().err
     (tmp_path / "plain.md").write_text("no block\n", encoding="utf-8")
     assert main(["findings", "--docs", str(tmp_path / "plain.md")]) == 2
     assert "has no cards block" in capsys.readouterr().err
