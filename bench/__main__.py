@@ -49,11 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="Markdown file (default: RESULTS.md beside the results; "
                                                 "bench/RESULTS.md for a full run)")
     ap.add_argument("--no-browser", action="store_true", help="demo section without the dashboard in Chromium")
+    ap.add_argument("--reread", action="store_true",
+                    help="findings section: read the cards again from the last full run's cache (after a change to "
+                         "how cards are read), keeping its sweep time; computes nothing")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in SECTIONS]
     if unknown:
         ap.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+    if args.reread and (names != ["findings"] or args.quick):
+        ap.error("--reread reads the findings section's last full run again: use it with --only findings alone")
     results = Path(args.results) if args.results else \
         (Path(tempfile.mkdtemp(prefix="headprune-bench-")) if args.quick else HERE / "results")
     out = Path(args.out) if args.out else (HERE / "RESULTS.md" if results == HERE / "results"
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == "demo":
             kwargs.update(work=results / "demo-work", browser_too=not (args.no_browser or args.quick))
         elif name == "findings":
-            kwargs.update(model=args.model, device=args.device, work=results / "findings-work")
+            kwargs.update(model=args.model, device=args.device, work=results / "findings-work", reread=args.reread)
         else:
             kwargs.update(model=args.model, device=args.device)
         print(f"== {name} ...", flush=True)

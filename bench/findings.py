@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench.demo import REPO, linked_cache, run_measured
@@ -56,22 +58,45 @@ def card_rows(doc: dict) -> list[list]:
     return rows
 
 
-def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto", work: Path | None = None
-        ) -> Section:
+def _sweep_seconds(work: Path) -> tuple[float, str]:
+    """The findings sweep's time in the last full run in ``work``: as measured (``sweep-seconds.json``), or, for
+    a run before that file, the sweep's own closing line in its log."""
+    saved = work / "sweep-seconds.json"
+    if saved.is_file():
+        return float(json.loads(saved.read_text())["seconds"]), "as measured then"
+    found = re.findall(r"^\d+ jobs: .*?; ([\d.]+) s", (work / "findings.log").read_text(), re.M)
+    if not found:
+        raise RuntimeError(f"no findings sweep time in {work}: run the section in full first")
+    return float(found[-1]), "the sweep's own closing line (without its process start)"
+
+
+def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto", work: Path | None = None,
+        reread: bool = False) -> Section:
+    """The section; ``reread``: the cards read again from the last full run's cache in ``work`` (after a change to
+    how cards are read), its sweep time kept."""
     work = Path(work or tempfile.mkdtemp(prefix="headprune-bench-findings-"))
     cache = work / "cache"
     work.mkdir(parents=True, exist_ok=True)
-    if cache.exists():
+    if reread and not cache.is_dir():
+        raise RuntimeError(f"no cache of a full run in {work} to read again")
+    if cache.exists() and not reread:
         shutil.rmtree(cache)
-    linked_cache(cache)
+    if not reread:
+        linked_cache(cache)
     log = work / "findings.log"
     env = {**os.environ, "HEADPRUNE_CACHE": str(cache), "TOKENIZERS_PARALLELISM": "false"}
     cpus = str(_cpus())
-    seconds = None
-    if not quick:
+    seconds, reread_note = None, ""
+    if reread:
+        seconds, how = _sweep_seconds(work)
+        reread_note = (f" The cards were read again (--reread) at {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} "
+                       f"UTC from that run's cache, after a change to how cards are read; the sweep's time is the "
+                       f"run's, {how}.")
+    elif not quick:
         for spec in ("sweeps/demo-first.json", "sweeps/demo.json"):
             run_measured(["headprune_core", "sweep", spec, "--cpus", cpus], env, log)
         seconds = run_measured(["headprune_core", "sweep", "sweeps/findings.json", "--cpus", cpus], env, log)["seconds"]
+        (work / "sweep-seconds.json").write_text(json.dumps({"seconds": seconds}))
     draws = ["--draws", "100"] if quick else []
     doc = _json(["findings", "--format", "json", *draws], env)
     projection = _json(["findings", "--plan", "--format", "json"], env)
@@ -99,7 +124,7 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto", 
                   f"{100 * page_worst:.1f}%", None if quick else page_worst <= 0.05)]
     notes = [f"Cache {cache} (empty but for the linked model and corpora); {cpus} sweep workers. "
              + ("Quick: nothing computed, the cards and the projection of an empty cache read." if quick else
-                "The demo's results first (not timed), then the findings sweep timed."),
+                "The demo's results first (not timed), then the findings sweep timed." + reread_note),
              BEFORE,
              f"Page ({page['procedure']}): all claims true, P(any false not reproduced or the other way) "
              f"{100 * rates['claims_true']['any_false_against']:.1f}% (cards alone "

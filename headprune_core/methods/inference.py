@@ -62,6 +62,16 @@ def _t(q: float, df):
     return stats.t.ppf(q, df)
 
 
+SPREAD_TOL = 1e-9  # a standard error below this share of the estimate (floating-point noise) is no spread
+
+
+def has_spread(se, diff):
+    """Whether an estimate varies at all: its standard error above :data:`SPREAD_TOL` of its size (runs that are
+    identical up to rounding, as optimizer steps are when every run trains on the same data, have none)."""
+    se, diff = np.asarray(se, dtype=float), np.asarray(diff, dtype=float)
+    return se > SPREAD_TOL * np.maximum(1.0, np.abs(diff))
+
+
 def interval_of(diff, se, df, level: float = 1 - ALPHA):
     """The two-sided ``level`` t interval ``diff +- t(df) * se`` (numbers or arrays of one shape): what every
     interval and verdict here is read from."""
@@ -317,7 +327,7 @@ class Rule:
         iv = f"the {100 * level:g}% interval [{low:+.2f}, {high:+.2f}] {self.unit}"
         if verdict == ONE_RUN:
             return f"{est.n_runs} training run(s): fewer than {self.min_runs}, no replication"
-        if est.se == 0:
+        if not has_spread(est.se, est.diff):
             return "no spread at all (every run and sentence the same): no interval to decide from"
         if self.kind == "superiority":
             return {REPRODUCED: f"{iv} lies above 0",
@@ -361,7 +371,7 @@ def decide(rule: Rule, diff, se, df, n_runs: int, *, parts: int = 1):
     if n_runs < rule.min_runs:
         out[...] = ONE_RUN
         return out if out.ndim else out.item()
-    ok = se > 0  # no spread: no interval to decide from
+    ok = has_spread(se, diff)  # no spread: no interval to decide from
     low, high = interval_of(diff, se, df, rule.level)
     wide_low, wide_high = (low, high) if parts == 1 else interval_of(diff, se, df, 1 - rule.alpha / parts)
     if rule.kind == "superiority":
@@ -380,7 +390,7 @@ def p_value(rule: Rule, diff, se, df):
     (TOST) p-values against ``+-margin``."""
     diff, se, df = (np.asarray(x, dtype=float) for x in (diff, se, df))
     with np.errstate(divide="ignore", invalid="ignore"):
-        safe = np.where(se > 0, se, np.nan)
+        safe = np.where(has_spread(se, diff), se, np.nan)
         if rule.kind == "superiority":
             p = _t_sf(diff / safe, df)
         else:
@@ -397,7 +407,7 @@ def statement_p(rule: Rule, diff, se, df) -> dict[str, np.ndarray | float]:
     two regions being disjoint). The page's control (:mod:`headprune_core.findings.page`) adjusts these."""
     diff, se, df = (np.asarray(x, dtype=float) for x in (diff, se, df))
     with np.errstate(divide="ignore", invalid="ignore"):
-        safe = np.where(se > 0, se, np.nan)
+        safe = np.where(has_spread(se, diff), se, np.nan)
         if rule.kind == "superiority":
             out = {SMALLER: _t_sf((rule.effect - diff) / safe, df), OTHER_WAY: _t_sf(-diff / safe, df)}
         else:

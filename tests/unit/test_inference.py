@@ -321,3 +321,14 @@ def test_a_part_of_a_claim_of_several_reads_against_the_paper_at_alpha_over_part
     diff = 1.0 - 0.5 * (stats.t.ppf(0.975, df) + stats.t.ppf(0.9875, df)) * se  # between the two upper ends
     assert decide(rule, diff, se, df, 3) == SMALLER and decide(rule, diff, se, df, 3, parts=2) == INCONCLUSIVE
     assert decide(rule, 0.6, 0.2, df, 3, parts=2) == REPRODUCED  # 95% interval above 0, as with one part
+
+
+def test_runs_identical_up_to_rounding_have_no_spread():
+    """Per-run values equal but for floating-point noise (optimizer steps when every run trains on the same
+    data): no interval to decide from, inconclusive, whichever side the estimate lies on."""
+    rule = Rule("superiority", effect=21.32)
+    runs = (-124.13586, -124.13586 + 1e-13, -124.13586 - 1e-13)
+    est = Estimate(runs)
+    assert 0 < est.se < 1e-12
+    assert rule.decide(est) == INCONCLUSIVE and "no spread" in rule.reason(est)
+    assert rule.p_value(est) == 1.0
