@@ -37,7 +37,9 @@ def _scalar(x):
 def variance_at(size: dict, runs: int, sentences: int | None):
     """The variance of the mean and its Satterthwaite df at ``runs`` runs and ``sentences`` sentences, from a
     size (its parts of the mean at its own runs and sentences, as
-    :meth:`~headprune_core.methods.inference.Estimate.size`; numbers or arrays of draws)."""
+    :meth:`~headprune_core.methods.inference.Estimate.size`; numbers or arrays of draws). As the interval does
+    (:func:`~headprune_core.methods.inference.crossed_parts`), a run or sentence part recorded at 0 leaves the
+    runs' ``runs - 1`` degrees of freedom."""
     r0, n0 = int(size["n_runs"]), size.get("n_sentences")
     run = np.asarray(size["run"], dtype=float) * r0 / runs
     if not n0:
@@ -46,6 +48,7 @@ def variance_at(size: dict, runs: int, sentences: int | None):
     sent = np.asarray(size["sentences"], dtype=float) * n0 / n
     res = np.asarray(size["residual"], dtype=float) * r0 * n0 / (runs * n)
     df = satterthwaite([(run, runs - 1), (sent, n - 1), (res, (runs - 1) * (n - 1))], floor=runs - 1)
+    df = np.where((run > 0) & (sent > 0), df, max(1.0, runs - 1.0))
     return _scalar(run + sent + res), _scalar(df)
 
 

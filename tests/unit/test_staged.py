@@ -148,3 +148,13 @@ def test_the_calibration_makes_the_staged_choice_on_each_draw():
         free, _ = staged_verdicts(h, [out], [size], select=False)
         assert (free != first).any()
 
+
+
+def test_a_projection_keeps_the_runs_df_where_the_run_part_was_set_to_0():
+    """As the interval does: a card whose run part is recorded at 0 (b1, i) is projected with R - 1 degrees of
+    freedom, not the sentences' (it projected 3 runs enough where its 3 runs were inconclusive on the page)."""
+    from headprune_core.findings.power import variance_at
+
+    size = {"n_runs": 3, "n_sentences": 100, "run": 0.0, "sentences": 0.01, "residual": 0.01}
+    assert variance_at(size, 5, None)[1] == 4.0
+    assert variance_at({**size, "run": 0.01}, 5, None)[1] > 4.0  # both parts measured: Satterthwaite's
