@@ -120,8 +120,9 @@ def test_findings_page_in_a_real_browser(server):
 
 
 def test_findings_report_opens_from_disk_offline(tmp_path):
-    """The HTML report opened from a file with every network request refused: each card is there and each card
-    with results draws its interactive chart (plotly.js travels inside the file)."""
+    """The HTML report opened from a file with every network request refused: each card is there, each card with
+    results draws its interactive chart, and the page's chart of every card opens it (plotly.js travels inside the
+    file)."""
     pytest.importorskip("playwright", reason="playwright is not installed (pip install playwright==1.65.2)")
     from headprune_core.findings.report import write_report
     from tests.helpers.findings_cards import constructed_cards
@@ -131,12 +132,14 @@ def test_findings_report_opens_from_disk_offline(tmp_path):
     ready = "document.querySelectorAll('.chart .main-svg').length > 0"
     with browser.offline_page(out, ready) as (page, errors, requests):
         drawn = page.locator(".chart.js-plotly-plot").count()
+        overview = page.locator("#chart-page.js-plotly-plot").count()
         ids = page.locator("section.card").evaluate_all("els => els.map(e => e.id)")
         text = page.locator("body").inner_text()
         page.screenshot(path=str(ARTIFACTS / "findings-report.png"), full_page=False)
     assert not errors and all(u.startswith("file://") for u in requests), (errors, requests)
     assert ids == [f"card-{c.key}" for c in cards]
-    assert drawn == sum(1 for c in cards if c.estimates) == len(cards) - 1
+    # one chart per card with results, and the page's chart of every card at the top
+    assert overview == 1 and drawn == sum(1 for c in cards if c.estimates) + 1 == len(cards)
     assert all(f"({c.key}) {c.title}" in text for c in cards) and "Not computed yet" in text
 
 
