@@ -97,6 +97,26 @@ def staged_verdicts(h: Hypothesis, outs: list[dict], sizes: list[dict], *,
     return sequential(per_look)
 
 
+def planted(h: Hypothesis, n: int, truth: str) -> list[float]:
+    """The true difference of each of a card's ``n`` parts under ``truth`` (:func:`~headprune_core.methods.
+    inference.truths`): ``paper`` and ``opposite`` in every part; ``null``, the least favourable null of a claim
+    that every part must hold: one part at its boundary, the others true."""
+    t = truths(h.rule)
+    return [t["null"]] + [t["paper"]] * (n - 1) if truth == "null" else [t[truth]] * n
+
+
+def draw_card(h: Hypothesis, deltas: list[float], sizes: list[dict], *, draws: int, rng: np.random.Generator,
+              looks: tuple[tuple[int, float], ...] | None = None, select: bool = True) -> dict:
+    """``draws`` simulated verdicts of a card whose parts' true differences are ``deltas``, around ``sizes``:
+    ``{"verdict", "look", "outs"}`` (the card's verdicts, the look each came from, each part's draws as
+    :func:`~headprune_core.methods.inference.draw_verdicts` gives them); with ``looks``, the staged design, its
+    choice of which draws go on simulated when ``select`` (:func:`staged_verdicts`)."""
+    outs = [draw_verdicts(h.rule, d, s, draws=draws, rng=rng, looks=looks, parts=h.split(len(sizes)))
+            for d, s in zip(deltas, sizes)]
+    verdict, look = staged_verdicts(h, outs, sizes, select=select and looks is not None)
+    return {"verdict": verdict, "look": look, "outs": outs}
+
+
 def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = DRAWS, seed: int = 0,
               looks: tuple[tuple[int, float], ...] | None = None, select: bool = True) -> dict:
     """The error rates of ``h``'s rule around the sizes of ``estimates`` (one per part: an estimate, or its
@@ -110,21 +130,11 @@ def calibrate(h: Hypothesis, estimates: list[Estimate | dict], *, draws: int = D
     (:func:`~headprune_core.methods.inference.sequential`): the rates are those of the whole staged design, every
     extra look counted, and (``select``) the staged mode's choice of which cards get more runs made on each draw
     from its own look 1 (:func:`staged_verdicts`)."""
-    rule = h.rule
-    planted = truths(rule)
     rng = np.random.default_rng(seed)
     sizes = [e.size() if isinstance(e, Estimate) else dict(e) for e in estimates]
-
-    def verdicts(deltas: list[float]) -> np.ndarray:
-        outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=h.split(len(sizes)))
-                for d, s in zip(deltas, sizes)]
-        return staged_verdicts(h, outs, sizes, select=select and looks is not None)[0]
-
-    n = len(estimates)
-    by_truth = {name: rates(verdicts(deltas)) for name, deltas in (
-        ("null", [planted["null"]] + [planted["paper"]] * (n - 1)), ("paper", [planted["paper"]] * n),
-        ("opposite", [planted["opposite"]] * n))}
-    out = error_rates(rule, by_truth, draws)
+    by_truth = {name: rates(draw_card(h, planted(h, len(sizes), name), sizes, draws=draws, rng=rng, looks=looks,
+                                      select=select)["verdict"]) for name in ("null", "paper", "opposite")}
+    out = error_rates(h.rule, by_truth, draws)
     target = goal(looks)
     out["goal"] = target
     out["goals_missed"] = [f"{name} <= {target:.1%}" for name, key in (

@@ -20,8 +20,10 @@ wherever a true difference is at least 0, P(any false *the other way*) <= 2.5%. 
 card's own verdict: a family's last step is the card's own 2.5%.
 
 A card judged in the staged design (:mod:`headprune_core.findings.staged`) spent 2.5% + 0.5% + 0.5% per side over
-its looks; its p-values on the page are the deciding look's times 3.5% / that look's one-sided alpha, a valid
-p-value for the whole design by the same union (Bonferroni over the looks).
+its looks; each of its p-values on the page is the smallest over the looks computed of that look's p times 3.5% /
+the look's one-sided alpha, a valid p-value for the whole design by the same union (Bonferroni over the looks),
+whichever looks were computed. The simulation (:func:`page_rates`) reads each card at the look that decides it
+alone; on a staged cache the page may use more looks than that.
 
 :func:`page_rates` measures both page-wide rates by simulation around each card's own sizes, with and without
 the control (the cards drawn independently: the simulation's assumption, which the bound does not need).
@@ -35,7 +37,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from headprune_core.findings.calibration import DRAWS, ONE_SIDED, goal, staged_verdicts
+from headprune_core.findings.calibration import DRAWS, ONE_SIDED, draw_card, goal, planted
 from headprune_core.findings.hypotheses import BY_ID
 from headprune_core.methods.inference import (
     AGAINST,
@@ -47,14 +49,11 @@ from headprune_core.methods.inference import (
     REPRODUCED,
     SAME,
     SMALLER,
-    draw_verdicts,
     statement_p,
-    truths,
 )
 
 ALPHA_PAGE = ONE_SIDED
 NOT_REPRODUCED = "not reproduced"
-STATEMENTS = (REPRODUCED, NOT_REPRODUCED, OTHER_WAY)
 PROCEDURE = ("Holm's step-down procedure at 2.5% over the one-sided tests of every card, one family per statement "
              "(reproduced; not reproduced; the other way)")
 UNTESTED = (ONE_RUN, SAME, MISSING)  # verdicts with no test behind them: kept as they are
@@ -106,8 +105,8 @@ class StatementTests:
 
 
 def look_weight(looks, look: int) -> float:
-    """What a staged card's p-values are multiplied by on the page: the design's one-sided alpha over the
-    deciding look's (1 for a card judged at one look)."""
+    """What a staged card's p-values at ``look`` are multiplied by on the page: the design's one-sided alpha over
+    that look's (1 for a card judged at one look)."""
     return goal(looks) / (looks[look][1] / 2) if looks else 1.0
 
 
@@ -259,17 +258,11 @@ def _rates(specs_json: str, draws: int, seed: int) -> dict:
     for scenario in ("claims_true", "claims_false"):
         rows, own = [], []
         for spec in specs:
-            rule = BY_ID[spec["key"]].rule
-            planted = truths(rule)
-            n = len(spec["sizes"])
-            deltas = [planted["paper"]] * n
-            if scenario == "claims_false":  # the least favourable null: one part at its boundary
-                deltas[0] = planted["null"]
-            looks = tuple(tuple(x) for x in spec["looks"]) if spec["looks"] else None
             h = BY_ID[spec["key"]]
-            outs = [draw_verdicts(rule, d, s, draws=draws, rng=rng, looks=looks, parts=h.split(n))
-                    for d, s in zip(deltas, spec["sizes"])]
-            verdict, look = staged_verdicts(h, outs, spec["sizes"], select=looks is not None)
+            looks = tuple(tuple(x) for x in spec["looks"]) if spec["looks"] else None
+            deltas = planted(h, len(spec["sizes"]), "paper" if scenario == "claims_true" else "null")
+            card = draw_card(h, deltas, spec["sizes"], draws=draws, rng=rng, looks=looks)
+            verdict, look, outs = card["verdict"], card["look"], card["outs"]
             own.append(verdict)
             at = np.arange(draws)
             parts = [tuple(np.stack([e[k] for e in o["estimates"]])[look, at] for k in ("diff", "se", "df"))
