@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 import datasets
+import numpy as np
 
 from headprune_core.base.defaults import MAX_LENGTH
 
@@ -164,3 +165,18 @@ def tokenize_sentence_task(dataset: datasets.Dataset | datasets.DatasetDict, tok
             total.per_split[split] = st
         return datasets.DatasetDict(out), total
     return _tokenize_sentences(dataset, tokenizer, max_length)
+
+
+def shuffled_labels(ds: datasets.Dataset, *, seed: int) -> datasets.Dataset:
+    """A tokenised training set with its labels permuted at random (seeded): a sentence task's labels across its
+    sentences; a token task's across every labelled token of the set (positions marked -100 stay unlabelled). Each
+    label keeps its frequency and each sentence its length and words, but a label no longer belongs to its input:
+    a model trained on it learns the data's shape and the encoder's habits, not the task (a control)."""
+    rng = np.random.default_rng(seed)
+    labels = ds["labels"]
+    if not labels or not isinstance(labels[0], list):
+        return ds.remove_columns("labels").add_column("labels", [int(v) for v in rng.permutation(labels)])
+    flat = np.array([v for row in labels for v in row if v != -100], dtype=np.int64)
+    flat = iter(rng.permutation(flat).tolist())
+    shuffled = [[v if v == -100 else next(flat) for v in row] for row in labels]
+    return ds.remove_columns("labels").add_column("labels", shuffled)

@@ -188,7 +188,7 @@ class Evidence:
         for j in self.jobs:
             cfg = j.cfg
             if cfg.kind != "score" or cfg.task != task or cfg.lang != lang or cfg.finetune.setting != "cross" \
-                    or cfg.half != half:
+                    or cfg.half != half or cfg.resample is not None:
                 continue
             found = self.get(cfg)
             if found is None:
@@ -197,12 +197,38 @@ class Evidence:
                 maps[cfg.finetune.seed] = normalise(np.asarray(found["raw"], dtype=np.float64), normalize="layer_sum")
         return missing, dict(sorted(maps.items()))
 
+    def resampled_maps(self, task: str, lang: str) -> tuple[list[Job], dict[int, tuple[np.ndarray, ...]]]:
+        """Per training seed of the cross-lingual fine-tunes of ``task``, the layer-normalised maps of (task,
+        lang) from the run's own draw of dev sentences (the plan's resampled halves): the two halves pooled
+        (weighted by their scored tokens, as one scoring of both would be), then each half; and the jobs of the
+        halves not cached."""
+        missing, raw = [], {}
+        for j in self.jobs:
+            cfg = j.cfg
+            if cfg.kind != "score" or cfg.task != task or cfg.lang != lang or cfg.finetune.setting != "cross" \
+                    or cfg.resample is None or not cfg.half:
+                continue
+            found = self.get(cfg)
+            if found is None:
+                missing.append(j)
+            else:
+                raw.setdefault(cfg.finetune.seed, {})[cfg.half] = (np.asarray(found["raw"], dtype=np.float64),
+                                                                   max(int(found["meta"].get("n_tokens", 1)), 1))
+        maps = {}
+        for seed, halves in sorted(raw.items()):
+            if len(halves) < 2:
+                continue
+            (r1, n1), (r2, n2) = halves[1], halves[2]
+            maps[seed] = tuple(normalise(r, normalize="layer_sum") for r in ((r1 * n1 + r2 * n2) / (n1 + n2), r1, r2))
+        return missing, maps
+
     # --- GradTS -----------------------------------------------------------------------------------------------
-    def task_tops(self, top_percent: float) -> tuple[GradTS | None, dict[str, dict[int, np.ndarray]], list[str]]:
+    def task_tops(self, top_percent: float, *, control: bool = False
+                  ) -> tuple[GradTS | None, dict[str, dict[int, np.ndarray]], list[str]]:
         """The plan's task maps under several seeds (of its GradTS check or affinity plans with ``map_seeds``: the
         one with the most distinct tasks), each task's top ``top_percent``% heads (layers x heads, bool) from its
         own single-task model per training seed (:meth:`GradTS.map_seeds`; one unit per task), and what is
-        missing."""
+        missing; ``control``: from the same fine-tunes on shuffled labels (:meth:`GradTS.control_config`)."""
         plans = [p for p in (*self.plan.gradts_plans(), *self.plan.gradts_plans(field_name="affinity"))
                  if p.map_seeds]
         if not plans:
@@ -212,11 +238,13 @@ class Evidence:
         missing = []
         for unit in gts.task_units():
             for seed in gts.map_seeds():
-                cfg = gts.score_config(unit, seed=seed)
+                cfg = gts.control_config(unit, seed=seed) if control else gts.score_config(unit, seed=seed)
                 sc = self.get(cfg)
                 if sc is None:  # named as the plan's job is (the first seed's maps: by the GradTS check)
-                    which = f", seed {seed})" if seed != gts.map_seeds()[0] else "; the GradTS check computes it)"
-                    missing.append(f"head map {unit} ({cfg.method}, GradTS {gts.plan.name}{which}")
+                    name = f"{unit} on shuffled labels" if control else unit
+                    which = f", seed {seed})" if control or seed != gts.map_seeds()[0] \
+                        else "; the GradTS check computes it)"
+                    missing.append(f"head map {name} ({cfg.method}, GradTS {gts.plan.name}{which}")
                     continue
                 m = gradts_map(np.asarray(sc["raw"], dtype=np.float64))
                 top = np.zeros(m.size, dtype=bool)

@@ -136,8 +136,9 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
                    "reliabilities is above 0.67.",
         statistic="Per fine-tuning seed: the mean over language pairs (and tasks) of rho(language 1, language 2) / "
                   "sqrt(reliability 1 x reliability 2) - 0.67, each reliability the Spearman-Brown corrected rho of "
-                  "the maps from two halves of that language's dev sentences, same model and seed (the raw rho is "
-                  "shown beside it).",
+                  "the maps from two halves of that language's dev sentences, same model and seed; each run draws "
+                  "its dev sentences and halves again (random halves, each drawn with replacement) and its map is "
+                  "the halves pooled (the raw rho is shown beside it).",
         control="The same model's own reliability: each language's two dev halves (a language with itself), which "
                 "rules out reading noisy rankings as languages that differ. Two tasks in one language are shown "
                 "for scale only (different models per task).",
@@ -247,14 +248,20 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
               "few heads as possible, \"a certain set of attention heads get claimed by most tasks\" (3 runs per "
               "task in their code).",
         hypothesis="More heads are among the most important of a majority of at least 5 distinct tasks than by "
-                   "chance, when each task keeps its own number of heads with its own layer profile.",
+                   "chance, when each task keeps its own number of heads with its own layer profile, and than in "
+                   "the same tasks' models trained on shuffled labels (so not only the encoder's shape).",
         statistic="Per run (each task's gradient map from its own single-task model, the tasks of a run spread "
                   "over the training seeds; a task in two languages counted once): heads in the top 10% of a "
-                  "majority of the tasks minus the mean of that count under the null, in heads.",
-        control="Null: each task's top heads permuted within their layers (its count and layer profile kept). "
-                "Ceiling: the same count when one task retrained under as many seeds stands in for the tasks, and "
-                "one task's overlap with itself from run to run. He & Choi's interference (card j) beside it.",
+                  "majority of the tasks, minus the mean of that count under the null, and minus that count in the "
+                  "same tasks' shuffled-label models of the same seeds, in heads.",
+        control="Two, both to be beaten: a null, each task's top heads permuted within their layers (its count and "
+                "layer profile kept); and a control map from the same encoder, each task's model trained the same "
+                "way on its labels shuffled (what every task's map inherits from the encoder and the training, "
+                "without the task). Ceiling: the same count when one task retrained under as many seeds stands in "
+                "for the tasks, and one task's overlap with itself from run to run. He & Choi's interference "
+                "(card j) beside it.",
         rule=Rule("superiority", effect=1.0, unit="heads"),
+        parts=("beyond the layer null", "beyond the shuffled-label control"),
         paper_effect=f"1 head beyond chance ({_NO_NUMBER})", page="shared_heads"),
     Hypothesis(
         "h", "Pruning hurts cross-lingual transfer more than the source language",

@@ -125,6 +125,14 @@ class GradTS:
                                        split_unit(unit)[1], method=method or self.plan.method,
                                        max_sentences=self.plan.score_sentences)
 
+    def control_config(self, unit: str, *, seed: int | None = None) -> ScoreConfig:
+        """``unit``'s control map: the same single-task fine-tune (training ``seed``) on its labels shuffled
+        (``FinetuneConfig.shuffle_labels``), scored as :meth:`score_config` scores the real one."""
+        sc = self.score_config(unit, seed=seed)
+        ft = sc.finetune.replace(shuffle_labels=True)
+        return self.study.score_config(ft, unit, split_unit(unit)[1], method=sc.method,
+                                       max_sentences=self.plan.score_sentences)
+
     def task_units(self) -> tuple[str, ...]:
         """One unit per task, its first in the plan (a task in two languages counted once)."""
         first: dict[str, str] = {}

@@ -273,13 +273,16 @@ def plan_jobs(study: Study, plan: StudyPlan) -> list[Job]:
 
 def _half_jobs(study: Study, plan: StudyPlan, ft, task: str, langs: list[str], *, seed: int | None = None
                ) -> list[Job]:
-    """Each language's map from each half of its dev sentences, under fine-tune ``ft``: the split-half
-    reliability of its ranking in that training run (Findings card c's ceiling)."""
+    """Each language's map from each half of its dev sentences, drawn again for fine-tune ``ft``'s training run
+    (random halves, each a draw with replacement, seeded by the training seed): Findings card c's per-run map (the
+    halves pooled) and the split-half reliability of its ranking, each run on its own sample and split."""
     jobs = []
     for lang in langs:
         for half in (1, 2):
-            sc = study.score_config(ft, task, lang, method=plan.method, max_sentences=plan.score_sentences, half=half)
-            what = f"score heads {task}/{lang} (dev half {half}" + (f", seed {seed})" if seed is not None else ")")
+            sc = study.score_config(ft, task, lang, method=plan.method, max_sentences=plan.score_sentences, half=half,
+                                    resample=ft.seed)
+            what = f"score heads {task}/{lang} (dev half {half} resampled" + (f", seed {seed})" if seed is not None
+                                                                              else ")")
             jobs.append(Job(what, sc, lambda sc=sc: study.scores(sc)))
     return jobs
 
@@ -370,19 +373,26 @@ def _gradts_jobs(study: Study, plan: StudyPlan, *, seen: set[str]) -> list[Job]:
 
 
 def _seed_map_jobs(study: Study, gts: GradTS, seen: set[str]) -> list[Job]:
-    """Each task's map under the plan's ``map_seeds`` beyond the first (Findings card g)."""
-    return [job for seed in gts.map_seeds()[1:] for unit in gts.task_units()
+    """Each task's map under the plan's ``map_seeds`` beyond the first, then each task's control map (its labels
+    shuffled) under every map seed (Findings card g)."""
+    jobs = [job for seed in gts.map_seeds()[1:] for unit in gts.task_units()
             for job in _map_jobs(study, gts, unit, seed, seen)]
+    if gts.plan.map_seeds:
+        jobs += [job for seed in gts.map_seeds() for unit in gts.task_units()
+                 for job in _map_jobs(study, gts, unit, seed, seen, control=True)]
+    return jobs
 
 
-def _map_jobs(study: Study, gts: GradTS, unit: str, seed: int | None, seen: set[str]) -> list[Job]:
+def _map_jobs(study: Study, gts: GradTS, unit: str, seed: int | None, seen: set[str], *, control: bool = False
+              ) -> list[Job]:
     """``unit``'s single-task fine-tune (training ``seed``; None: GradTS's own) and head map, those not in
-    ``seen`` (which they join)."""
-    sc = gts.score_config(unit, seed=seed)
+    ``seen`` (which they join); ``control``: those of its shuffled-label control."""
+    sc = gts.control_config(unit, seed=seed) if control else gts.score_config(unit, seed=seed)
     tag = f"GradTS {gts.plan.name}" + (f", seed {seed}" if seed is not None else "")
+    name = f"{unit} on shuffled labels" if control else unit
     jobs = []
-    for what, cfg, run in ((f"fine-tune {unit} alone ({tag})", sc.finetune, lambda ft=sc.finetune: study.finetuned(ft)),
-                           (f"head map {unit} ({sc.method}, {tag})", sc, lambda sc=sc: study.scores(sc))):
+    for what, cfg, run in ((f"fine-tune {name} alone ({tag})", sc.finetune, lambda ft=sc.finetune: study.finetuned(ft)),
+                           (f"head map {name} ({sc.method}, {tag})", sc, lambda sc=sc: study.scores(sc))):
         if cfg.key() not in seen:
             seen.add(cfg.key())
             jobs.append(Job(what, cfg, lambda run=run: _gradts_threads(run)))

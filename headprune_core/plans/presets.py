@@ -80,8 +80,9 @@ PRESETS["findings"] = replace(
                 "seeds: Ma et al.'s lowest-ranked heads at k = 6, 12 (and k = 12 multilingual), top-ranked and "
                 "random heads at k = 12, Budhraja et al.'s layer thirds, importance vs random pruning of half the "
                 "heads, and adjacent vs separated layer pairs; target languages tested on up to 200 held-out "
-                "sentences; two more training seeds and split halves of the rankings; and a small GradTS check (5 "
-                "task units, primary name/es, 3 training seeds).",
+                "sentences; two more training seeds and split halves of the rankings (drawn again per run); a "
+                "small GradTS check (5 task units, primary name/es, 3 training seeds); and 6 tasks' maps under 3 "
+                "seeds, each beside its model trained on shuffled labels (card g).",
     refinetune=findings_experiments(SEEDS, FINDINGS_RETRAIN, target_sentences=200),
     gradts=("gradts-findings",),
     # card g's maps: 6 distinct tasks under 3 training seeds ("most tasks" a majority of at least 5)

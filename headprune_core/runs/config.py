@@ -181,6 +181,9 @@ class FinetuneConfig(RunConfig):
     l0: tuple[tuple[str, Any], ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)
     # train only these rows (indices into the unit's train split) of some units (GradTS-fg): (unit, rows) pairs
     keep: tuple[tuple[str, tuple[int, ...]], ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)
+    # a control: each unit's training labels permuted (seeded by ``seed``) before training, so the model learns
+    # the encoder's habits and the data's shape but not the task (Findings card g's control maps)
+    shuffle_labels: bool = dataclasses.field(default=False, metadata=OMIT_DEFAULT)
     model_fp: str = ""
     data_fp: str = ""
 
@@ -284,11 +287,16 @@ class ScoreConfig(RunConfig):
     data_fp: str = ""
     # 1 or 2: only the first or second half of the sentences read (alternate rows), for split-half reliability
     half: int = dataclasses.field(default=0, metadata=OMIT_DEFAULT)
+    # a seed: the sentences read are split into random halves and each half drawn again with replacement
+    # (reading.resampled_rows), so each training run scores its own sample and split (Findings card c)
+    resample: int | None = dataclasses.field(default=None, metadata=OMIT_DEFAULT)
 
     def __post_init__(self):
         check_choice(self.method, METHODS, "importance method")
         _check_eval_fields(self)
         _require(self.half in (0, 1, 2), f"half must be 0 (all), 1 or 2, got {self.half!r}")
+        _require(self.resample is None or (isinstance(self.resample, int) and not isinstance(self.resample, bool)),
+                 f"resample must be a seed (an integer) or null, got {self.resample!r}")
 
 
 @dataclass(frozen=True)

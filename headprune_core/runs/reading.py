@@ -181,10 +181,14 @@ class StudyData:
         return self._tokenized[key]
 
     def eval_batches(self, task: str, lang: str, split: str, limit: int | None, *, max_length: int,
-                     batch_size: int = 32, half: int = 0):
-        """Batches of the ``limit`` sentences a run reads (``half`` 1 or 2: every other one of them)."""
-        ds, _ = self.tokenized(task, lang, split, max_length,
-                               rows=subset_indices(self.split_size(task, lang, split), limit))
+                     batch_size: int = 32, half: int = 0, resample: int | None = None):
+        """Batches of the ``limit`` sentences a run reads (``half`` 1 or 2: every other one of them; with a
+        ``resample`` seed, :func:`resampled_rows` of them)."""
+        rows = subset_indices(self.split_size(task, lang, split), limit)
+        if resample is not None:
+            return batches(self.tokenized(task, lang, split, max_length, rows=resampled_rows(rows, half, resample))[0],
+                           batch_size=batch_size, pad_id=self.pad_id)
+        ds, _ = self.tokenized(task, lang, split, max_length, rows=rows)
         if half:
             ds = ds.select(range(half - 1, len(ds), 2))
         return batches(ds, batch_size=batch_size, pad_id=self.pad_id)
@@ -212,6 +216,20 @@ def subset_indices(size: int, n: int | None, *, seed: int = 0) -> list[int]:
     if n is None or n >= size:
         return list(range(size))
     return sorted(int(i) for i in np.random.default_rng(seed).permutation(size)[:n])
+
+
+def resampled_rows(rows: list[int], half: int, seed: int) -> list[int]:
+    """The rows one training run scores when its sentences are drawn again (Findings card c): ``rows`` split into
+    two halves at random, then each half drawn with replacement to its own size (a bootstrap draw, so each run reads
+    a new sample of the pool and a new split, and no sentence is in both halves). ``half`` 1 or 2: that half; 0:
+    both. Seeded by ``seed`` (the run's training seed), in corpus order."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(np.asarray(rows, dtype=np.int64))
+    cut = len(order) // 2
+    drawn = [np.sort(rng.choice(part, size=len(part), replace=True)) if len(part) else part
+             for part in (order[:cut], order[cut:])]
+    picked = drawn if half == 0 else [drawn[half - 1]]
+    return [int(i) for part in picked for i in part]
 
 
 def _stats_dict(stats) -> dict:

@@ -26,6 +26,7 @@ from datasets import concatenate_datasets
 from headprune_core.base.artifacts import Weights
 from headprune_core.base.progress import report
 from headprune_core.base.specs import canonical_json
+from headprune_core.data.align import shuffled_labels
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
 from headprune_core.encoders.heads import head_shape, prune_heads
 from headprune_core.methods.bandit import bandit_search
@@ -50,7 +51,7 @@ from headprune_core.runs.config import (
     train_unit_names,
     train_units,
 )
-from headprune_core.runs.reading import StudyData, capped, subset_indices
+from headprune_core.runs.reading import StudyData, capped, resampled_rows, subset_indices
 from headprune_core.runs.retrain import assemble, refinetune_parts
 
 log = logging.getLogger(__name__)
@@ -116,15 +117,17 @@ class Study(StudyData):
 
     def score_config(self, ft: FinetuneConfig, task: str, lang: str, *, method: str = "gate_grad",
                      split: str = "validation", max_sentences: int | None = 300, max_length: int | None = None,
-                     seed: int = 0, half: int = 0) -> ScoreConfig:
+                     seed: int = 0, half: int = 0, resample: int | None = None) -> ScoreConfig:
         """A scoring config; ``half`` 1 or 2 scores every other one of the sentences read (first or second
-        half, for split-half reliability)."""
+        half, for split-half reliability); a ``resample`` seed draws them again (:func:`resampled_rows`: random
+        halves, each a draw with replacement)."""
         read = self._read(ft, task, lang, split, max_sentences, max_length)
-        if half:
+        if half or resample is not None:
             rows = subset_indices(self.split_size(data_task(task), lang, split), read["max_sentences"])
-            read["data_fp"] = self.read_fp(data_task(task), lang, split, None, rows=tuple(rows[half - 1::2]))
+            rows = resampled_rows(rows, half, resample) if resample is not None else rows[half - 1::2]
+            read["data_fp"] = self.read_fp(data_task(task), lang, split, None, rows=tuple(rows))
         return ScoreConfig(finetune=ft, task=task, lang=lang, method=method,
-                           seed=seed if method == "random" else 0, half=half, **read)
+                           seed=seed if method == "random" else 0, half=half, resample=resample, **read)
 
     def curve_config(self, ft: FinetuneConfig, task: str, lang: str, *, strategy: str = "importance",
                      ranking_lang: str | None = None, method: str = "gate_grad", score_sentences: int = 300,
@@ -270,7 +273,7 @@ class Study(StudyData):
             rows = subset_indices(self.split_size(task, lang, "train"), ft.max_train_sentences, seed=ft.seed) \
                 if rows is None else list(rows)
             ds, st = self.tokenized(task, lang, "train", ft.max_length, rows=rows)
-            parts[unit].append(ds)
+            parts[unit].append(shuffled_labels(ds, seed=ft.seed) if ft.shuffle_labels else ds)
             stats[f"{task}/{lang}"] = {**st, "train_sentences": len(ds)}
         train = {unit: concatenate_datasets(p) if len(p) > 1 else p[0] for unit, p in parts.items() if len(p[0])}
         if not train:
@@ -311,7 +314,8 @@ class Study(StudyData):
         def compute():
             model = self.finetuned(sc.finetune)
             data = self.eval_batches(data_task(sc.task), sc.lang, sc.split, sc.max_sentences,
-                                     max_length=sc.max_length, batch_size=16, half=sc.half)
+                                     max_length=sc.max_length, batch_size=16, half=sc.half,
+                                     resample=sc.resample)
             self._report(f"scoring heads: {sc.task}/{sc.lang}", 0, len(data))
             imp = score_heads(model, _with_task(data, sc.task, model), method=sc.method, seed=sc.seed,
                               on_step=lambda d, n: self._report(f"scoring heads: {sc.task}/{sc.lang}", d, n))

@@ -8,7 +8,9 @@ findings preset then took the demo's target-language curves (every 72 heads) and
 under two more seeds (card g): its other keys stayed. Issue 33 then added each language's dev halves under the
 ranking seeds (card c's per-run reliability) and the maps of gradts-stems (card g's 6 tasks under 3 seeds): 80
 new jobs, every earlier key kept (the gradts-findings maps under seeds 14 and 15 are now named after
-gradts-stems, whose jobs come first and share them)."""
+gradts-stems, whose jobs come first and share them). Issue 42 then drew card c's dev halves again per training run
+(48 half maps renamed "resampled", new keys) and added card g's shuffled-label controls (6 tasks x 3 seeds: a
+fine-tune and a map each, 36 jobs); every other key kept."""
 
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ def test_plan_keys_are_the_recorded_ones(study, preset):
     else:  # the findings preset extends the demo: its jobs keep their keys (its source curves are denser, 3
         # random draws; the target languages' curves are the demo's)
         demo = {k: v for k, v in RECORDED["demo"].items() if not (k.startswith("curve") and k.endswith("/en"))}
-        assert demo.items() <= keys.items() and len(keys) == 245
+        assert demo.items() <= keys.items() and len(keys) == 281
 
 
 @pytest.mark.parametrize("preset", ["gradts-demo", "gradts-findings"])

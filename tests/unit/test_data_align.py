@@ -11,6 +11,7 @@ from headprune_core.data.align import (
     IGNORE_INDEX,
     AlignStats,
     align_labels,
+    shuffled_labels,
     tokenize_sentence_task,
     tokenize_token_task,
 )
@@ -132,3 +133,20 @@ def test_sentence_task_single_and_pair(wordpiece):
     assert wordpiece.convert_ids_to_tokens(out[0]["input_ids"]) == [
         "[CLS]", "the", "cat", "[SEP]", "a", "dog", "[SEP]"]
     assert out[0]["labels"] == 2 and stats.sentences_truncated == 0
+
+
+def test_shuffled_labels_keep_each_labels_count_and_every_unlabelled_position():
+    """The control's training set: a token task's labels permuted over its labelled tokens (each sentence keeps its
+    length and its -100 positions), a sentence task's over its sentences; the same seed, the same permutation."""
+    ign = IGNORE_INDEX
+    rows = [[ign, 1, 2, ign], [ign, 3, 3, 3, 0, ign], [ign, 2, ign]]
+    ds = datasets.Dataset.from_dict({"input_ids": [[0] * len(r) for r in rows], "labels": rows})
+    out = shuffled_labels(ds, seed=13)["labels"]
+    assert [len(r) for r in out] == [len(r) for r in rows]
+    assert all((a == IGNORE_INDEX) == (b == IGNORE_INDEX) for r, o in zip(rows, out) for a, b in zip(r, o))
+    flat = lambda rs: sorted(v for r in rs for v in r if v != IGNORE_INDEX)  # noqa: E731
+    assert flat(out) == flat(rows) and out != rows
+    assert shuffled_labels(ds, seed=13)["labels"] == out and shuffled_labels(ds, seed=14)["labels"] != out
+    sent = datasets.Dataset.from_dict({"input_ids": [[0]] * 8, "labels": [0, 0, 0, 0, 1, 1, 1, 2]})
+    got = shuffled_labels(sent, seed=13)["labels"]
+    assert sorted(got) == sorted(sent["labels"]) and got != sent["labels"]

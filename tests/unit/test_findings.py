@@ -102,13 +102,22 @@ def test_cards_are_missing_then_computed_from_the_cache(small_findings):
     def rho(a, b):
         return spearmanr(a.ravel(), b.ravel()).statistic
 
+    def half_raw(task, lang, seed, half):
+        (cfg,) = [j.cfg for j in found.jobs if j.cfg.kind == "score" and (j.cfg.task, j.cfg.lang, j.cfg.half) ==
+                  (task, lang, half) and j.cfg.resample is not None and j.cfg.finetune.seed == seed]
+        assert cfg.resample == seed  # each run draws its own sentences and split, seeded by its training seed
+        got = study.scores(cfg)
+        return np.asarray(got["raw"]), got["meta"]["n_tokens"]
+
+    from headprune_core.methods.importance import normalise
     for i, seed in enumerate([13, 14]):
         per_task = []
         for task in ("pos", "name"):
-            full = {g: found.score_maps(task, g)[1][seed] for g in ("en", "de")}
-            rel = {}
+            full, rel = {}, {}
             for g in ("en", "de"):
-                r = rho(found.score_maps(task, g, half=1)[1][seed], found.score_maps(task, g, half=2)[1][seed])
+                (r1, n1), (r2, n2) = half_raw(task, g, seed, 1), half_raw(task, g, seed, 2)
+                full[g] = normalise((r1 * n1 + r2 * n2) / (n1 + n2), normalize="layer_sum")  # the halves pooled
+                r = rho(normalise(r1, normalize="layer_sum"), normalise(r2, normalize="layer_sum"))
                 rel[g] = 2 * r / (1 + r)
             ceiling = np.sqrt(max(0.0, rel["en"] * rel["de"]))
             if ceiling > 0:  # a pair whose halves do not agree at all has no ceiling to correct by
@@ -206,14 +215,23 @@ def test_findings_plan_of_a_plan(tiny_cache, monkeypatch):
     assert [p.name for p in f.gradts_plans()] == ["p-gradts"]
 
 
-def _stem_cells(small_findings, monkeypatch, tops: dict[str, dict[int, np.ndarray]]):
-    """Card g on planted top-head sets (task unit -> training seed -> layers x heads), as the cache would give."""
+def _stem_cells(small_findings, monkeypatch, tops: dict[str, dict[int, np.ndarray]],
+                controls: dict[str, dict[int, np.ndarray]] | None = None):
+    """Card g on planted top-head sets (task unit -> training seed -> layers x heads), as the cache would give,
+    and the shuffled-label controls' (None: each task's own sets rolled along each layer, so they do not meet,
+    and in the even runs one head all claim)."""
     from types import SimpleNamespace
     study, plan = small_findings
     seeds = tuple(next(iter(tops.values())))
     gts = SimpleNamespace(task_units=lambda: tuple(tops), map_seeds=lambda: seeds,
                           plan=SimpleNamespace(method="kv_grad", name="planted"))
-    monkeypatch.setattr(Findings, "task_tops", lambda self, top_percent: (gts, tops, []))
+    if controls is None:
+        # task i of run r has seed index (r + i) % len(seeds): every task of the even runs claims the last head
+        controls = {u: {s: np.roll(t, 1 + i, axis=1) | (_top(t.shape, [(0, t.shape[1] - 1)])
+                                                        & (((seeds.index(s) - i) % len(seeds)) % 2 == 0))
+                        for s, t in by_seed.items()} for i, (u, by_seed) in enumerate(tops.items())}
+    monkeypatch.setattr(Findings, "task_tops", lambda self, top_percent, control=False:
+                        (gts, controls if control else tops, []))
     return Findings(study, plan).card_g(draws=500)
 
 
@@ -239,6 +257,18 @@ def test_stem_cells_on_planted_maps(small_findings, monkeypatch):
     assert card.numbers["run_to_run_overlap"] == {u: 4.0 for u in units}
     assert [r["seeds"] for r in card.rows][0] == "pos/en: 13, name/en: 14, sent/en: 15, unc/en: 16, emo/pt: 17"
     assert "card j" in card.notes[-1]
+    assert set(card.estimates) == {"beyond the layer null", "beyond the shuffled-label control"}
+    assert card.numbers["control"] == [1, 0, 1, 0, 1]  # the rolled sets meet only where planted
+
+    # the same tasks trained on shuffled labels claim the shared heads as well (with one head more or less from run
+    # to run): the encoder's own shape, not the tasks; beating the layer null alone is not enough
+    encoder = {u: {s: _top(shape, shared + [(5, i)] + ([(0, 9)] if (seeds.index(s) - i) % 5 % 2 == 0 else []))
+                   for s in seeds} for i, u in enumerate(units)}
+    card = _stem_cells(small_findings, monkeypatch, same, encoder)
+    assert card.numbers["control"] == [4, 3, 4, 3, 4] and card.verdict != REPRODUCED, card.measured
+    assert card.estimates["beyond the layer null"].diff > 2
+    assert card.estimates["beyond the shuffled-label control"].diff == pytest.approx(-0.6)
+    assert card.verdict == SMALLER and "shuffled-label control: the 97.5% interval" in card.reason, card.reason
 
     apart = {u: {s: _top(shape, [(layer, 2 * i + (s - 13) % 2) for layer in range(6)]) for s in seeds}
              for i, u in enumerate(units)}

@@ -49,7 +49,8 @@ FT_FIELDS = [("tasks", {"tasks": "name"}), ("train_langs", {"train_langs": ("de"
              ("max_length", {"max_length": 8}), ("max_train_sentences", {"max_train_sentences": 30}),
              ("freeze_embeddings", {"freeze_embeddings": False}), ("sampling", {"sampling": "round_robin"}),
              ("seed", {"seed": 14}), ("pruned", {"pruned": ((0, 1), (2, 3))}),
-             ("l0", {"l0": (("target", 0.5),)}), ("keep", {"keep": (("pos", tuple(range(0, 80, 2))),)})]
+             ("l0", {"l0": (("target", 0.5),)}), ("keep", {"keep": (("pos", tuple(range(0, 80, 2))),)}),
+             ("shuffle_labels", {"shuffle_labels": True})]
 
 
 def _ft(study: Study, **change):
@@ -145,6 +146,10 @@ def _eval_like_changes(study: Study, ft):
         ("score.split", sc, study.score_config(ft, "pos", "en", split="test", max_sentences=30)),
         ("score.max_sentences", sc, study.score_config(ft, "pos", "en", max_sentences=20)),
         ("score.max_length", sc, study.score_config(ft, "pos", "en", max_sentences=30, max_length=8)),
+        ("score.half", sc, study.score_config(ft, "pos", "en", max_sentences=30, half=1)),
+        ("score.resample", sc, study.score_config(ft, "pos", "en", max_sentences=30, resample=13)),
+        ("score.resample seed", study.score_config(ft, "pos", "en", max_sentences=30, half=2, resample=13),
+         study.score_config(ft, "pos", "en", max_sentences=30, half=2, resample=14)),
         ("score.seed", study.score_config(ft, "pos", "en", method="random"),
          study.score_config(ft, "pos", "en", method="random", seed=3)),
         ("eval.mask", ev, study.eval_config(ft, "pos", "en", half, max_sentences=30)),
@@ -309,3 +314,19 @@ def test_the_floor_of_a_metric_is_the_most_frequent_labels_share(study):
     tags = [t for row in rows["tags"] for t in row]
     share = study.majority_share("pos", "en", "test", 10)
     assert share == pytest.approx(100 * max(Counter(tags).values()) / len(tags)) and 0 < share < 100
+
+
+def test_a_resampled_scoring_draws_disjoint_halves_with_replacement(study):
+    """Card c's per-run draw: random halves of the rows read, each drawn with replacement to its own size, so a
+    run reads a new sample and a new split, no sentence in both halves; the halves together are the whole draw,
+    and another seed draws other rows (keyed by their content)."""
+    from headprune_core.runs.reading import resampled_rows
+    rows = list(range(0, 200, 2))
+    one, two, both = (resampled_rows(rows, h, 13) for h in (1, 2, 0))
+    assert len(one) == len(two) == 50 and both == one + two
+    assert set(one) <= set(rows) and set(two) <= set(rows) and not set(one) & set(two)
+    assert len(set(one)) < 50 and one == sorted(one)  # drawn with replacement: some rows twice
+    assert resampled_rows(rows, 1, 14) != one and resampled_rows(rows, 1, 13) == one
+    plain = study.score_config(study.finetune_config("pos", ("en",), **BASE), "pos", "en", max_sentences=30, half=1)
+    drawn = study.score_config(plain.finetune, "pos", "en", max_sentences=30, half=1, resample=13)
+    assert drawn.data_fp != plain.data_fp and drawn.key() != plain.key()

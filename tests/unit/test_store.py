@@ -22,7 +22,7 @@ SC = ScoreConfig(finetune=FT, task="pos", lang="de", data_fp="s" * 16)
 FT_CHANGES = {"tasks": ("name",), "train_langs": ("de",), "epochs": 3.0, "lr": 1e-4, "head_lr": 2e-3,
               "batch_size": 8, "max_length": 64, "max_train_sentences": 50, "freeze_embeddings": False,
               "sampling": "round_robin", "seed": 1, "pruned": ((0, 1),), "model_fp": "x" * 16, "data_fp": "y" * 16,
-              "from_checkpoint": True, "l0": (("target", 0.5),), "keep": (("pos", (1, 2)),)}
+              "from_checkpoint": True, "l0": (("target", 0.5),), "keep": (("pos", (1, 2)),), "shuffle_labels": True}
 DESCRIPTIVE = {"model": "other-name", "setting": "multi"}
 
 
@@ -33,7 +33,8 @@ def test_every_keyed_field_changes_the_key_and_descriptive_ones_do_not():
     for name, value in DESCRIPTIVE.items():  # they describe the run but cannot change what it computes
         assert FT.replace(**{name: value}).key() == FT.key()
     score_changes = {"task": "name", "lang": "fr", "method": "kv_grad", "split": "test", "max_sentences": 10,
-                     "max_length": 64, "seed": 1, "data_fp": "z" * 16, "finetune": FT.replace(lr=1e-4), "half": 1}
+                     "max_length": 64, "seed": 1, "data_fp": "z" * 16, "finetune": FT.replace(lr=1e-4), "half": 1,
+                     "resample": 13}
     assert set(score_changes) == {f.name for f in dataclasses.fields(ScoreConfig)}
     assert len({SC.key()} | {SC.replace(**{k: v}).key() for k, v in score_changes.items()}) == 1 + len(score_changes)
 
@@ -45,7 +46,7 @@ def test_an_option_added_later_keeps_the_keys_computed_before_it():
     from headprune_core.base.specs import canonical_json
     from headprune_core.runs.config import SCHEMA_VERSION
     before = {k: v for k, v in FT.keyed().items()}
-    assert "from_checkpoint" not in before
+    assert not {"from_checkpoint", "shuffle_labels"} & set(before) and "resample" not in SC.keyed()
     payload = canonical_json({"kind": "finetune", "schema": SCHEMA_VERSION, "version": FT.version, "config": before})
     assert FT.key() == hashlib.sha256(payload.encode()).hexdigest()[:20]
     assert FT.replace(from_checkpoint=True).keyed()["from_checkpoint"] is True
