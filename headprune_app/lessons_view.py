@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from headprune_app import cached, figures, findings_view, links, roles
+from headprune_core.base.text import md_text
 from headprune_core.plans import lessons as L
 from headprune_core.plans.lessons import Lesson, available
 from headprune_core.plans.presets import available_plans
@@ -51,8 +52,8 @@ def current() -> tuple[Lesson, int] | None:
         return None
     found, _ = lessons()
     if name not in found:
-        st.warning(f"The link's lesson **{name}** is not on this server (lessons: "
-                   f"{', '.join(found) or 'none'}).", icon=":material/school:")
+        st.warning(f"The link's lesson **{md_text(name)}** is not on this server (lessons: "
+                   f"{md_text(', '.join(found) or 'none', limit=2000)}).", icon=":material/school:")
         return None
     lesson = found[name]
     try:

@@ -18,6 +18,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from headprune_core.base.text import md_code, md_text
+
 SNAPSHOT = "_link_params"  # the parameters the session was opened with
 PENDING = "_link_pending"  # set until the first run has checked them
 NOTES = "_link_notes"
@@ -70,17 +72,18 @@ def check() -> list[str]:
         if key in applied:
             continue
         if key in refused:
-            notes.append(f"The link's **{key}** = `{', '.join(asked) or '(empty)'}` was not used: {refused[key]}.")
+            notes.append(f"The link's **{md_text(key)}** = {md_code(', '.join(asked) or '(empty)')} was not used: "
+                         f"{refused[key]}.")
             continue
         if key in IGNORED or key.startswith("_") or st.query_params.get_all(key) == asked:
             continue  # applied as given (a bound widget keeps a valid value in the URL)
-        shown = ", ".join(asked) or "(empty)"
+        shown = md_code(", ".join(asked) or "(empty)")
         if key not in ss:
-            notes.append(f"The link's **{key}** = `{shown}` was not used: this page has no such choice here (its "
-                         "results may be missing).")
+            notes.append(f"The link's **{md_text(key)}** = {shown} was not used: this page has no such choice here "
+                         "(its results may be missing).")
         elif not _same(asked, ss[key]):
-            notes.append(f"The link's **{key}** = `{shown}` is not available here (unknown, out of range or gone): "
-                         f"showing the default, `{', '.join(_text(ss[key])) or '(none)'}`.")
+            notes.append(f"The link's **{md_text(key)}** = {shown} is not available here (unknown, out of range or "
+                         f"gone): showing the default, {md_code(', '.join(_text(ss[key])) or '(none)')}.")
     ss[NOTES] = notes
     return notes
 

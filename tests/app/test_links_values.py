@@ -102,3 +102,39 @@ def test_a_handout_reads_a_link_as_the_sidebar_does(fixture_cache, tmp_path, mon
             shown["langs"] = tuple(at.session_state[f"langs:{plan.name}:{shown['task']}"])
             sel = view_selection(plan, {k: v if isinstance(v, list) else [v] for k, v in params.items()})
             assert {k: getattr(sel, k) for k in shown} == shown, (plan.name, params)
+
+
+PAYLOADS = [
+    "x`**Session expired: re-enter the teacher key at [the teacher page](http://evil.example/unlock)**",
+    "<b>bold</b><script>alert(1)</script>",
+    "a\n# heading\n- item\n\n[ref]: http://evil.example",
+    ":red[alert] :material/lock: $x^2$ www.evil.example ~~gone~~ ``` fence",
+]
+
+
+def _html(note: str) -> str:
+    """The note as CommonMark renders it (GFM-like: tables and strikethrough on)."""
+    from markdown_it import MarkdownIt
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(note)
+
+
+def test_text_from_a_link_stays_text(fixture_cache, monkeypatch):
+    """A link's value, an unknown key and a lesson's name reach the page's notes as literal characters: no link,
+    no bold, no heading, no HTML of theirs, however they try to close the code span or the bold around them."""
+    import re
+
+    from headprune_core.base.text import md_code, md_text
+    for payload in PAYLOADS:
+        for shown in (md_text(payload), md_code(payload)):
+            html = _html(f"The link's **task** = {shown} was not used.")
+            assert "<a " not in html and "<h1" not in html and "<li" not in html and "<script" not in html, html
+            assert "<del" not in html and html.count("<strong>") == 1, html  # only the page's own bold
+            text = re.sub(r"<[^>]+>", "", html).replace("\u200b", "")
+            import html as html_lib
+            assert " ".join(payload.split()) in " ".join(html_lib.unescape(text).split()), (payload, html)
+    at = _open(make_app(fixture_cache["root"], monkeypatch), {"task": PAYLOADS[0]}, "prune")
+    notes = _notes(at)
+    assert len(notes) == 1 and all("<a " not in _html(n) and _html(n).count("<strong>") == 1 for n in notes), notes
+    at = _open(make_app(fixture_cache["root"], monkeypatch), {"lesson": PAYLOADS[0]}, "prune")
+    (warning,) = [w.value for w in at.warning if "is not on this server" in w.value]
+    assert "<a " not in _html(warning) and _html(warning).count("<strong>") == 1, warning
