@@ -126,6 +126,8 @@ def sidebar() -> S.Selection:
 with timing.script_run() as run:  # HEADPRUNE_PAGE_LOG: each run's page and seconds (the classroom benchmark)
     nav = st.navigation(PAGES)
     run["page"] = nav.title
+    roles.class_settings_or_stop()  # class mode only as `headprune serve --class` starts it
+    roles.unlock_from_link()  # before the link's values are read: the token leaves the address
     links.remember()
     lesson = lessons_view.follow(nav.url_path or "home")  # a lesson's step on another page: switch there
     top = st.container()  # the link's notes, the copy-link button and leaving presentation mode

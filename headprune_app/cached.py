@@ -16,6 +16,7 @@ import contextlib
 import io
 import json
 import tempfile
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Sequence
@@ -79,10 +80,18 @@ def study_for(sel: S.Selection) -> Study:
     return study(sel.model, sources=sel.plan.sources, finetuned=sel.finetuned)
 
 
-@st.cache_resource(show_spinner=False)
+_QUEUE: list[ComputeQueue] = []
+_QUEUE_LOCK = threading.Lock()
+
+
 def compute_queue() -> ComputeQueue:
-    """The server's queue for model work (``HEADPRUNE_COMPUTE_SLOTS`` short computations at once)."""
-    return ComputeQueue(slots_from_env())
+    """The server's queue for model work (``HEADPRUNE_COMPUTE_SLOTS`` short computations at once): one per server
+    process, at module level (not in ``st.cache_resource``, which Streamlit's ``clear_cache`` message rebuilds, so a
+    student could start work beside the teacher's exclusive job)."""
+    with _QUEUE_LOCK:
+        if not _QUEUE:
+            _QUEUE.append(ComputeQueue(slots_from_env()))
+        return _QUEUE[0]
 
 
 def _session_id() -> str | None:
@@ -375,7 +384,7 @@ def _mask_key(mask) -> tuple:
 @st.cache_data(show_spinner=False, max_entries=64)
 def _measure(ft_key: str, mask: tuple, task: str, lang: str, _st: Study, _ft) -> dict:
 
-    with compute_queue().slot("time the pruned model", exclusive=True):  # alone: it is a timing
+    with compute_queue().slot("time the pruned model", exclusive=True, priority=0):  # alone: a timing (teacher's)
         model = _st.finetuned(_ft)
         batch = _st.eval_batches(task, lang, "test", 32, max_length=_ft.max_length, batch_size=32)[-1]  # longest
         if len(model.tasks) > 1:
@@ -398,7 +407,7 @@ def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
 
     def build() -> bytes:
 
-        with queue.slot("build a pruned model"), tempfile.TemporaryDirectory() as tmp:
+        with queue.slot("build a pruned model", priority=0), tempfile.TemporaryDirectory() as tmp:  # teacher's
             out = save_pruned(st_.finetuned(ft), torch.tensor(mask_key, dtype=torch.float32),
                               Path(tmp) / "pruned", tokenizer=st_.loaded.tokenizer, meta=meta)
             buf = io.BytesIO()

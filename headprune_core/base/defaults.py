@@ -24,5 +24,21 @@ CLASS_ENV = "HEADPRUNE_CLASS"
 TEACHER_KEY_ENV = "HEADPRUNE_TEACHER_KEY"
 """Environment: the teacher's key in class mode (or ``teacher_key`` in Streamlit's secrets)."""
 
+UNLOCK_ENV = "HEADPRUNE_UNLOCK_TOKEN"
+"""Environment: the one-time unlock link's token (``headprune serve --class`` makes one and prints the link)."""
+
+CLASS_UPLOAD_ENV = "HEADPRUNE_CLASS_UPLOAD_MB"
+"""Environment: the largest upload (MB) a class-mode server takes (``headprune serve --class --uploads MB``)."""
+
+CLASS_UPLOAD_MB = 1
+"""A class-mode server's upload limit unless the teacher opts in: students get no uploader, and Streamlit's upload
+endpoint answers any client, so each file it takes is held in the server's memory."""
+
+CLASS_STREAMLIT = {"server.headless": "true", "client.toolbarMode": "viewer", "client.showErrorDetails": "none",
+                   "server.fileWatcherType": "none", "server.runOnSave": "false"}
+"""Streamlit's settings for a class (beside ``server.maxUploadSize``): no browser opened on the server, the viewer's
+menu, no tracebacks in a student's browser (they stay in the server's log), no reload when a server file changes.
+``headprune serve --class`` applies them; the app refuses class mode without them."""
+
 STUDENT_CAP_ENV = "HEADPRUNE_STUDENT_CAP_S"
 """Environment: how long one student computation may hold a place in the compute queue (seconds)."""

@@ -342,9 +342,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="class mode: student sessions cannot delete, compute missing results, train, upload or "
                         "load other models; the teacher unlocks with the key")
     p.add_argument("--port", type=count_arg, default=8501)
-    p.add_argument("--address", default=None, help="the address to listen on (default: Streamlit's, all)")
+    p.add_argument("--address", default=None,
+                   help="the address to listen on (default: the project's .streamlit/config.toml, localhost: only "
+                        "this machine); 0.0.0.0 for students on the lab network, who then open "
+                        "http://<this machine's address>:PORT/")
     p.add_argument("--student-cap", type=count_arg, default=None, metavar="SECONDS",
                    help="how long one student computation may run (default 60)")
+    p.add_argument("--uploads", type=count_arg, default=None, metavar="MB",
+                   help="with --class: the largest upload the server takes (default 1 MB: students have no "
+                        "uploader; raise it only to upload data as the teacher)")
     p.add_argument("streamlit_args", nargs="*", help="Streamlit's own options, after --")
 
     cache_commands(sub)

@@ -5,18 +5,25 @@ class: student sessions read the cache and do not change it, the teacher unlocks
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 from headprune_core.base.cache import SOURCE_ROOT, is_checkout
-from headprune_core.base.defaults import CLASS_ENV, STUDENT_CAP_ENV, TEACHER_KEY_ENV
+from headprune_core.base.defaults import (
+    CLASS_ENV,
+    CLASS_STREAMLIT,
+    CLASS_UPLOAD_ENV,
+    CLASS_UPLOAD_MB,
+    STUDENT_CAP_ENV,
+    TEACHER_KEY_ENV,
+    UNLOCK_ENV,
+)
 
-CLASS_SETTINGS = ("--server.headless", "true", "--client.toolbarMode", "viewer", "--server.fileWatcherType", "none",
-                  "--server.runOnSave", "false")
-"""Streamlit's own settings for a class: no browser opened on the server, the viewer's menu (no "Clear cache",
-no rerun-on-save), and no reload when a file on the server changes."""
+CLASS_SETTINGS = tuple(v for name, value in CLASS_STREAMLIT.items() for v in (f"--{name}", value))
+"""Streamlit's own settings for a class, as command-line options (:data:`CLASS_STREAMLIT`)."""
 
 
 def secrets_key(folders: list[Path]) -> str | None:
@@ -53,14 +60,35 @@ def serve_command(args, *, root: Path = SOURCE_ROOT, environ=None) -> tuple[list
         environ[CLASS_ENV] = "1"
         if args.student_cap:
             environ[STUDENT_CAP_ENV] = str(args.student_cap)
-        argv += list(CLASS_SETTINGS)
+        uploads = getattr(args, "uploads", None) or CLASS_UPLOAD_MB
+        environ[CLASS_UPLOAD_ENV] = str(uploads)
+        environ[UNLOCK_ENV] = secrets.token_urlsafe(24)
+        argv += [*CLASS_SETTINGS, "--server.maxUploadSize", str(uploads)]
     else:
-        environ.pop(CLASS_ENV, None)
+        for name in (CLASS_ENV, UNLOCK_ENV, CLASS_UPLOAD_ENV):
+            environ.pop(name, None)
     return argv + list(args.streamlit_args or []), environ
+
+
+def class_lines(args, environ: dict) -> list[str]:
+    """What the teacher reads when a class-mode server starts: where students connect, and the one-time link
+    that unlocks the teacher's session whatever wrong keys students tried."""
+    where = args.address or "localhost"
+    lines = [f"Students open http://<this machine's address>:{args.port}/ (listening on {where})."]
+    if not args.address:
+        lines.append("Listening on localhost only: students on other machines cannot connect. Add --address "
+                     "0.0.0.0 to serve the lab network; beyond it, put the standard reverse proxy with TLS in "
+                     "front (README, class mode).")
+    lines.append(f"Teacher, once: http://{where if args.address not in (None, '0.0.0.0') else 'localhost'}:"
+                 f"{args.port}/?unlock={environ[UNLOCK_ENV]} unlocks the first session that opens it (then it is "
+                 "spent; the key still works).")
+    return lines
 
 
 def cmd_serve(args) -> int:
     argv, environ = serve_command(args)
     mode = "class mode: students read, the teacher unlocks with the key" if args.class_mode else "single user"
     print(f"headprune dashboard on port {args.port} ({mode}); Ctrl+C stops it.", file=sys.stderr)
+    for line in class_lines(args, environ) if args.class_mode else ():
+        print(line, file=sys.stderr)
     return subprocess.run(argv, env=environ, cwd=str(Path(argv[4]).parent)).returncode

@@ -30,3 +30,18 @@ def cache_copy(fixture_cache, tmp_path) -> Path:
     for part in ("runs", "plans", "corpora"):
         shutil.copytree(fixture_cache["root"] / part, root / part)
     return root
+
+
+@pytest.fixture
+def class_settings():
+    """Streamlit's options as ``headprune serve --class`` sets them (restored after the test)."""
+    from streamlit import config
+
+    from headprune_core.base.defaults import CLASS_STREAMLIT, CLASS_UPLOAD_MB
+    wanted = {**CLASS_STREAMLIT, "server.maxUploadSize": CLASS_UPLOAD_MB}
+    before = {name: config.get_option(name) for name in wanted}
+    for name, value in wanted.items():
+        config.set_option(name, {"true": True, "false": False}.get(value, value))
+    yield
+    for name, value in before.items():
+        config.set_option(name, value)

@@ -144,7 +144,8 @@ def test_adding_views_to_a_lesson_then_reordering_and_deleting_on_the_lessons_pa
     assert "step 1 of 1" in _bar(at) and at.title[0].value == "Prune & evaluate"
 
 
-def test_a_student_in_class_mode_presents_lessons_but_cannot_write_them(fixture_cache, tmp_path, monkeypatch):
+def test_a_student_in_class_mode_presents_lessons_but_cannot_write_them(fixture_cache, tmp_path, monkeypatch,
+                                                                      class_settings):
     cache = _private(fixture_cache, tmp_path)
     monkeypatch.setenv("HEADPRUNE_CLASS", "1")
     at = make_app(cache, monkeypatch)

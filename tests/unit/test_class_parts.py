@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from headprune_core.base.progress import TimeCapExceeded, report, time_cap
-from headprune_core.cli.serve import secrets_key, serve_command
+from headprune_core.cli.serve import class_lines, secrets_key, serve_command
 
 
 def test_the_key_guard_delays_wrong_keys_and_locks_after_too_many():
@@ -24,13 +24,30 @@ def test_the_key_guard_delays_wrong_keys_and_locks_after_too_many():
         assert not ok and f"{i} of 3" in msg
     assert slept == [1.0, 2.0]  # each wrong key waits longer
     ok, msg = guard.check("guess", "secret", now=3.0, sleep=slept.append)
-    assert not ok and "no key is taken for 300 s" in msg
+    assert not ok and "no key is taken from here for 300 s" in msg
     ok, msg = guard.check("secret", "secret", now=10.0, sleep=slept.append)  # even the right key, while locked
     assert not ok and "Too many wrong keys" in msg
     ok, _ = guard.check("secret", "secret", now=304.0, sleep=slept.append)  # the lockout is over
     assert ok
     ok, msg = guard.check("anything", None, now=400.0, sleep=slept.append)
     assert not ok and "HEADPRUNE_TEACHER_KEY" in msg
+
+
+def test_wrong_keys_lock_their_caller_and_its_address_not_another():
+    """Counted per identity: a student's session and their address are locked; the teacher's session elsewhere
+    unlocks; another session from the student's address is held too (opening session after session does not help)."""
+    from headprune_app.roles import KeyGuard
+
+    guard = KeyGuard(max_tries=3, window_s=600, lockout_s=300, delay_s=0.0)
+    student = ("session:a", "address:10.0.0.7")
+    for now in (1.0, 2.0, 3.0):
+        ok, _ = guard.check("guess", "secret", who=student, now=now, sleep=lambda s: None)
+    ok, msg = guard.check("secret", "secret", who=student, now=4.0, sleep=lambda s: None)
+    assert not ok and "from here" in msg
+    ok, _ = guard.check("secret", "secret", who=("session:t", "address:10.0.0.2"), now=4.0, sleep=lambda s: None)
+    assert ok
+    ok, _ = guard.check("secret", "secret", who=("session:b", "address:10.0.0.7"), now=5.0, sleep=lambda s: None)
+    assert not ok
 
 
 def test_a_time_cap_stops_work_at_its_next_step_and_only_inside_the_block():
@@ -62,6 +79,18 @@ def test_serve_starts_streamlit_and_class_mode_needs_a_key(tmp_path):
                               environ={"HEADPRUNE_TEACHER_KEY": "k"})
     assert env["HEADPRUNE_CLASS"] == "1" and env["HEADPRUNE_STUDENT_CAP_S"] == "30"
     assert "--client.toolbarMode" in argv and "k" not in argv  # the key never on the command line
+    opts = dict(zip(argv[7::2], argv[8::2]))
+    assert opts["--client.showErrorDetails"] == "none" and opts["--server.maxUploadSize"] == "1"
+    token = env["HEADPRUNE_UNLOCK_TOKEN"]
+    assert len(token) >= 24 and token not in argv  # the one-time link's token: in the environment only
+    lines = class_lines(_args(class_mode=True), env)
+    assert any("only" in line and "--address 0.0.0.0" in line for line in lines)
+    assert any(f"?unlock={token}" in line for line in lines)
+    argv, env2 = serve_command(_args(class_mode=True, uploads=50, address="0.0.0.0"), root=root,
+                               environ={"HEADPRUNE_TEACHER_KEY": "k"})
+    assert dict(zip(argv[5::2], argv[6::2]))["--server.maxUploadSize"] == "50"
+    assert env2["HEADPRUNE_UNLOCK_TOKEN"] != token  # a new link for each start
+    assert not any("only" in line for line in class_lines(_args(class_mode=True, address="0.0.0.0"), env2))
     with pytest.raises(ValueError, match="not beside the package"):
         serve_command(_args(), root=tmp_path, environ={})
 
