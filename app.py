@@ -136,7 +136,8 @@ with timing.script_run() as run:  # HEADPRUNE_PAGE_LOG: each run's page and seco
         lessons_view.bar(top, *lesson)
     st.session_state["selection"] = sidebar()
     try:
-        nav.run()
+        with roles.reading_only():  # a student's page computes nothing outside the queue
+            nav.run()
     finally:  # also after a page's st.stop(): the link as the page left it
         links.top(top)
         lessons_view.adder(top, nav.url_path or "home", nav.title)

@@ -182,7 +182,8 @@ def offer_stemcells(cells, *, key: str) -> None:
     n = len(cells.gts.units)
     st.warning(f"Learned pruning of plan **{cells.gts.plan.name}** is not complete: {len(fts)} fine-tune(s) with "
                f"head gates (each of the {n} units alone, and all {n} together) and {len(missing) - len(fts)} "
-               "evaluation(s) are missing. Fine-tunes already cached (GradTS's single-task and all-units runs) "
+               "evaluation(s) or gradient map(s) are missing. Fine-tunes already cached (GradTS's single-task and "
+               "all-units runs) "
                "are the starting points.")
     if roles.owner_button(f"Run learned pruning ({cached.estimate_text(cells.study, missing)})",
                           key=f"stemcells:{key}", type="primary", what="learned pruning (training)"):

@@ -100,11 +100,14 @@ def _session_id() -> str | None:
     return ctx.session_id if ctx is not None else None
 
 
+@contextlib.contextmanager
 def _fair_slot(what: str):
     """A silent place in the compute queue for short work (no waiting line shown): in class mode after the
-    teacher's work, one at a time per student."""
+    teacher's work, one at a time per student, and stopped at the student cap."""
     student = not roles.is_teacher()
-    return compute_queue().slot(what, priority=1 if student else 0, session=_session_id(), one_per_session=student)
+    with compute_queue().slot(what, priority=1 if student else 0, session=_session_id(), one_per_session=student), \
+            time_cap(roles.student_cap_s() if student else None), roles.student_work():
+        yield
 
 
 def queued(what: str, *, exclusive: bool = False):
@@ -122,7 +125,8 @@ def queued(what: str, *, exclusive: bool = False):
     @contextlib.contextmanager
     def held():
         with compute_queue().slot(what, exclusive=exclusive, on_wait=on_wait, priority=1 if student else 0,
-                                  session=_session_id(), one_per_session=student), time_cap(cap):
+                                  session=_session_id(), one_per_session=student), time_cap(cap), \
+                roles.student_work():
             box.empty()
             yield
     return held()

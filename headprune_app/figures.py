@@ -17,7 +17,7 @@ import textwrap
 import plotly.graph_objects as go
 import streamlit as st
 
-from headprune_app import charts
+from headprune_app import charts, exports
 from headprune_core.base.files import safe_filename
 
 WIDTH = 1600  # px of a downloaded PNG (and of the SVG's canvas)
@@ -116,7 +116,9 @@ def show(fig: go.Figure, *, name: str, title: str, caption: str = "", key: str, 
         return event
     png, svg, _ = st.columns([1, 1, 4])
     for col, fmt in ((png, "png"), (svg, "svg")):
-        col.download_button(fmt.upper(), functools.partial(image, fig, fmt, title=title, caption=caption),
+        build = functools.partial(image, fig, fmt, title=title, caption=caption)
+        key_of = functools.partial(exports.build_key, fig.to_json, fmt, title, caption)
+        col.download_button(fmt.upper(), exports.deferred(key_of, build),
                             file_name=safe_filename(f"{name}.{fmt}"), mime=FORMATS[fmt], on_click="ignore",
                             icon=":material/download:", key=f"{key}_{fmt}",
                             help=f"This chart for a slide: {WIDTH} px wide" + (" (vector)" if fmt == "svg" else "")

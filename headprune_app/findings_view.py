@@ -3,6 +3,7 @@ cache, the estimate of what is missing, and the computation on a click (through 
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import replace
 
@@ -10,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from headprune_app import cached, captions, figures, roles
+from headprune_app import cached, captions, exports, figures, roles
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
     MISSING,
@@ -181,10 +182,16 @@ def report_buttons(f: Findings, cards: list[Card]) -> None:
     title, intro = report_title(f)
     name = f"findings-{f.plan.name}"
     html_col, md_col = st.columns(2)
-    html_col.download_button("Download the report (HTML)", lambda: report_html(cards, title=title, intro=intro),
+    # one build at a time per server, a repeat served from the last (the HTML draws every card's chart)
+    def key(fmt: str):
+        return lambda: exports.build_key(fmt, title, intro, json.dumps([c.to_dict() for c in cards], sort_keys=True,
+                                                                       default=str))
+    html_col.download_button("Download the report (HTML)",
+                             exports.deferred(key("html"), lambda: report_html(cards, title=title, intro=intro)),
                              file_name=f"{name}.html", mime="text/html", on_click="ignore",
                              icon=":material/download:", key="report_html")
-    md_col.download_button("Download the report (Markdown)", lambda: report_markdown(cards, title=title, intro=intro),
+    md_col.download_button("Download the report (Markdown)",
+                           exports.deferred(key("md"), lambda: report_markdown(cards, title=title, intro=intro)),
                            file_name=f"{name}.md", mime="text/markdown", on_click="ignore",
                            icon=":material/download:", key="report_md")
 

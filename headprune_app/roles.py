@@ -25,6 +25,7 @@ prints. The guard lives at module level, not in ``st.cache_resource``, so Stream
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
 import threading
@@ -42,6 +43,7 @@ from headprune_core.base.defaults import (
     TEACHER_KEY_ENV,
     UNLOCK_ENV,
 )
+from headprune_core.runs.store import reading_only as _reading
 
 KEY_ENV, CAP_ENV = TEACHER_KEY_ENV, STUDENT_CAP_ENV
 DEFAULT_CAP_S = 60.0  # a student's computation may hold a slot this long (a new mask's evaluation takes seconds)
@@ -129,6 +131,25 @@ def require(what: str) -> None:
     control)."""
     if not is_teacher():
         raise NotForStudents(f"{what}: {STUDENT_NOTE.lower()}; nothing was changed")
+
+
+READING_WHY = "this is a student's session in class mode (the teacher computes results)"
+STUDENT_KINDS = frozenset({"eval"})
+"""What a student's queued work may compute and store: evaluations under a new mask (tagging and attention are
+not stored)."""
+
+
+def reading_only():
+    """For a whole page run: in a student's session, no result is computed outside the compute queue (a path that
+    would compute, such as a partly cached map on the Shared heads page, raises ``NotComputedHere`` instead)."""
+    return contextlib.nullcontext() if is_teacher() else _reading(READING_WHY)
+
+
+def student_work():
+    """Inside a student's place in the compute queue (capped in time): evaluations may be computed, nothing
+    else."""
+    return contextlib.nullcontext() if is_teacher() else \
+        _reading(READING_WHY + "; a student's queued work computes only evaluations", allowed=STUDENT_KINDS)
 
 
 def student_note(what: str) -> None:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, state
-from headprune_core.encoders.inspector import split_words
+from headprune_core.encoders.inspector import MAX_CHARS, bounded_words
 from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
@@ -29,9 +29,11 @@ mask = current.mask() if current else None
 
 examples = cached.sample_sentences(sel.task, sel.lang, cached.root())
 text = st.text_input("A sentence, in any language", value=examples[0] if examples else "Anna sees the big dog .",
-                     key=f"sentence:{sel.lang}", bind="query-params",
+                     key=f"sentence:{sel.lang}", bind="query-params", max_chars=MAX_CHARS,
                      help="Words and punctuation are split as in the corpora.")
-words = split_words(text)
+words, cut = bounded_words(text or "", ft.max_length)  # bounded before any work: a huge sentence costs nothing
+if cut:
+    st.caption(f":orange[{cut}]")
 if not words:
     st.warning("Type a sentence to tag.")
     st.stop()

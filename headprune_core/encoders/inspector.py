@@ -16,14 +16,44 @@ import torch
 from headprune_core.base.defaults import MAX_LENGTH
 from headprune_core.encoders.heads import attention_probs, head_gates, kept_heads
 
+MAX_CHARS = 2000
+"""The most characters of a typed sentence the inspector reads (the model reads far fewer tokens anyway)."""
+
 
 def split_words(text: str) -> list[str]:
     """Words and punctuation marks as separate tokens (the corpora's tokenisation), for any script."""
     return re.findall(r"\w+(?:[-'’]\w+)*|[^\w\s]", text)
 
 
-def _encode(tokenizer, words: list[str], max_length: int, device) -> tuple[dict, list[int | None], list[str]]:
-    enc = tokenizer(words, is_split_into_words=True, truncation=True, max_length=max_length,
+def bounded_words(text: str, max_length: int = MAX_LENGTH) -> tuple[list[str], str]:
+    """The words of ``text`` the model can read, and a note when some were cut: at most :data:`MAX_CHARS`
+    characters are split, and at most ``max_length - 2`` words kept (each word is at least one token, beside the
+    two special ones), before any tokenising, so a sentence of a million words costs no more than a short one."""
+    cut_chars = len(text) > MAX_CHARS
+    words = split_words(text[:MAX_CHARS])
+    keep = max(1, max_length - 2)
+    note = ""
+    if cut_chars or len(words) > keep:
+        note = (f"Only the first {min(len(words), keep)} words are read (the model reads {max_length} tokens; "
+                f"the inspector at most {MAX_CHARS:,} characters): the rest of the sentence was cut.")
+    return words[:keep], note
+
+
+def readable_tokens(model, max_length: int) -> int:
+    """The most tokens ``model`` reads in one sentence: ``max_length``, or fewer where its position embeddings
+    end sooner (RoBERTa-like models start their positions after the padding id)."""
+    config = getattr(getattr(model, "encoder", model), "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if not positions:
+        return max_length
+    if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        positions -= (getattr(config, "pad_token_id", None) or 1) + 1
+    return max(2, min(max_length, positions))
+
+
+def _encode(model, tokenizer, words: list[str], max_length: int) -> tuple[dict, list[int | None], list[str]]:
+    device = next(model.parameters()).device
+    enc = tokenizer(words, is_split_into_words=True, truncation=True, max_length=readable_tokens(model, max_length),
                     return_tensors="pt")
     word_ids = enc.word_ids(0)
     pieces = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
@@ -42,8 +72,7 @@ def tag_sentence(model, tokenizer, words: list[str], *, task: str | None = None,
         raise ValueError("nothing to tag: the sentence has no words")
     name = model.task_name(task)
     head = model.tasks[name]
-    device = next(model.parameters()).device
-    inputs, word_ids, pieces = _encode(tokenizer, words, max_length, device)
+    inputs, word_ids, pieces = _encode(model, tokenizer, words, max_length)
     gates = head_gates(model, mask) if mask is not None else contextlib.nullcontext()
     model.eval()
     with gates, torch.no_grad():
@@ -73,8 +102,7 @@ def head_attention(model, tokenizer, words: list[str], layer: int, head: int, *,
     With ``mask``, the pattern is computed while the masked heads are gated off (their effect on the layer
     inputs is included). A head removed physically has no pattern: ``ValueError``.
     """
-    device = next(model.parameters()).device
-    inputs, _, pieces = _encode(tokenizer, words, max_length, device)
+    inputs, _, pieces = _encode(model, tokenizer, words, max_length)
     kept = kept_heads(model, layer)
     if head not in kept:
         raise ValueError(f"head {head} of layer {layer} was removed from this model")

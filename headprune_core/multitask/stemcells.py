@@ -64,15 +64,16 @@ class StemCells:
                                       max_sentences=self.gts.plan.eval_sentences)
 
     def configs(self) -> list:
-        """Every cached run :meth:`run` reads: the learned fine-tunes and the test evaluations (single-task
-        unpruned, single-task learned, multi-task unpruned, multi-task learned)."""
+        """Every cached run :meth:`run` reads: the learned fine-tunes, the test evaluations (single-task
+        unpruned, single-task learned, multi-task unpruned, multi-task learned) and each unit's gradient map (the
+        top sets the learned ones are compared with), so that :meth:`summary` of a complete set computes nothing."""
         out = []
         multi, multi_base = self.multi_config(), self.gts.finetune_config(self.gts.units)
         for unit in self.gts.units:
             single = self.single_config(unit)
             out += [single, self.eval_config(single.base(), unit), self.eval_config(single, unit)]
         out += [multi] + [self.eval_config(ft, u) for u in self.gts.units for ft in (multi_base, multi)]
-        return out
+        return out + [self.gts.score_config(u) for u in self.gts.units]
 
     def missing(self) -> list:
         return [c for c in self.configs() if not self.study.store.has(c)]

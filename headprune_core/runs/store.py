@@ -13,6 +13,7 @@ safetensors.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -21,7 +22,8 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,33 @@ class CacheWriteError(OSError):
 
     def __str__(self) -> str:
         return str(self.strerror)
+
+
+class NotComputedHere(PermissionError):
+    """A result that is not cached was asked for where nothing may be computed (:func:`reading_only`)."""
+
+
+_READING: ContextVar[tuple[str, frozenset[str]] | None] = ContextVar("headprune_reading_only", default=None)
+
+
+@contextlib.contextmanager
+def reading_only(why: str, *, allowed: frozenset[str] | set[str] = frozenset()) -> Iterator[None]:
+    """Inside the block (this thread or task), a result that is not cached is not computed: the store raises
+    :class:`NotComputedHere` with ``why``, except for the run kinds in ``allowed`` (a class-mode student's
+    session: every page reads the teacher's results; only its queued, capped work computes, and only
+    evaluations)."""
+    token = _READING.set((why, frozenset(allowed)))
+    try:
+        yield
+    finally:
+        _READING.reset(token)
+
+
+def _check_may_compute(cfg: RunConfig) -> None:
+    reading = _READING.get()
+    if reading is not None and cfg.kind not in reading[1]:
+        raise NotComputedHere(f"{cfg.kind} result {cfg.key()} is not cached, and {reading[0]}: nothing was "
+                              "computed")
 
 
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
@@ -219,6 +248,7 @@ class Store:
         found = self.get(cfg)
         if found is not None:
             return found
+        _check_may_compute(cfg)
         self.check_writable()
         with key_lock(self.lock_path(cfg)):
             found = self.get(cfg)

@@ -81,6 +81,23 @@ def test_forged_widget_state_changes_nothing_in_the_cache(cache_copy, monkeypatc
     assert _listing(cache_copy) == before
 
 
+@pytest.mark.parametrize("method", ["gate_grad", "kv_grad", "random"])
+def test_a_student_walking_every_page_computes_nothing(cache_copy, monkeypatch, class_mode, method):
+    """Every page, under each importance method a link can ask for (a partly cached method is what made the Shared
+    heads page compute maps for anyone): a student's walk leaves the cache as it was. A page that would compute
+    says what is missing instead (the store refuses: nothing is computed outside the queue)."""
+    before = _listing(cache_copy)
+    at = make_app(cache_copy, monkeypatch)
+    at.query_params["method"] = method
+    at.run()
+    for page in ("home", "importance", "prune", "inspector", "retrain", "task_affinity", "shared_heads", "findings",
+                 "lessons", "runs"):
+        at.switch_page(f"headprune_app/pages/{page}.py")
+        at.run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+    assert _listing(cache_copy) == before
+
+
 def test_a_link_cannot_load_another_model(fixture_cache, monkeypatch, class_mode, tmp_path):
     at = make_app(fixture_cache["root"], monkeypatch)
     at.query_params["other_model"] = "/etc"

@@ -138,6 +138,22 @@ def test_inspector_tags_with_and_without_the_current_mask(app):
     assert not app.exception
 
 
+@pytest.mark.parametrize("words", [1_000, 1_000_000])
+def test_the_inspector_cuts_a_huge_sentence_from_a_link(fixture_cache, monkeypatch, words):
+    """A link carrying a 1,000- or 1,000,000-word sentence (4 MB): the page reads only what the model can (a note
+    says so; Streamlit itself may refuse a value far past the field's limit, and the example is tagged), tags at
+    most max_length - 2 words and draws a table of that many rows, never thousands."""
+    from tests.helpers.app import make_app
+    at = make_app(fixture_cache["root"], monkeypatch)
+    at.query_params["sentence:en"] = "dog " * words
+    run_page(at, "inspector")
+    cut = any("the rest of the sentence was cut" in c.value for c in at.caption)
+    refused = at.text_input(key="sentence:en").value.count("dog") < 10
+    assert cut or (refused and words > 1_000), words
+    assert cut or words > 1_000  # a 1,000-word sentence fits the field: cut by the page, with its note
+    assert 0 < len(at.dataframe[0].value) <= 126
+
+
 def _fixture_params(fixture_cache) -> int:
     """Parameters of the fixture's fine-tuned pos model (encoder + classifier), counted by the core."""
     from headprune_core.encoders.heads import count_parameters

@@ -102,3 +102,37 @@ def test_the_key_can_come_from_streamlit_secrets(tmp_path):
     (tmp_path / ".streamlit" / "secrets.toml").write_text("teacher_key = \n")
     with pytest.raises(ValueError, match="secrets.toml: not readable as TOML"):
         secrets_key([tmp_path])
+
+
+def test_exports_run_one_at_a_time_and_a_repeat_is_served_from_the_last():
+    """Three clicks at once on three charts' exports build one after the other (never two Chromiums at once); a
+    repeat click of the same chart builds nothing."""
+    import threading
+    import time
+
+    from headprune_app import exports
+
+    running, most, builds = [0], [0], []
+    lock = threading.Lock()
+
+    def build(name):
+        def run():
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+            builds.append(name)
+            return name.encode()
+        return run
+
+    tag = str(time.time())  # keys of this test only
+    clicks = [threading.Thread(target=exports.deferred(lambda n=n: exports.build_key(tag, n), build(n)))
+              for n in ("a", "b", "c")]
+    for t in clicks:
+        t.start()
+    for t in clicks:
+        t.join()
+    assert most[0] == 1 and sorted(builds) == ["a", "b", "c"]
+    assert exports.one_at_a_time(exports.build_key(tag, "a"), build("again")) == b"a" and "again" not in builds

@@ -368,3 +368,13 @@ def test_stem_cells_from_learned_pruning_per_task_and_multitask(env):
     computations = study.store.computations
     again = StemCells(GradTS(env["study"](), gts.plan), l0={"target": 0.5, "epochs": 4.0})
     assert again.run() == res and again.study.store.computations == 0 and computations > 0
+    # a unit's gradient map gone (or another method's only partly cached): the analysis says it is missing, and
+    # where nothing may be computed (a class-mode student's page) the summary refuses instead of computing it
+    from headprune_core.runs.store import NotComputedHere, reading_only
+    gone = gts.score_config(units[1])
+    study.store.delete(gone)
+    assert gone in cells.missing()
+    fresh = StemCells(GradTS(env["study"](), gts.plan), l0={"target": 0.5, "epochs": 4.0})
+    with reading_only("a student's session"), pytest.raises(NotComputedHere):
+        fresh.summary()
+    assert not fresh.study.store.has(gone)

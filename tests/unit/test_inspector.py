@@ -5,7 +5,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
-from headprune_core.encoders.inspector import head_attention, split_words, tag_sentence
+from headprune_core.encoders.inspector import MAX_CHARS, bounded_words, head_attention, split_words, tag_sentence
 from tests.helpers.tiny_models import tiny_encoder
 
 
@@ -25,6 +25,16 @@ def _model(kind="token"):
 
 def test_split_words_separates_punctuation():
     assert split_words("Anna's dog, Müller-Lüdenscheid!") == ["Anna's", "dog", ",", "Müller-Lüdenscheid", "!"]
+
+
+def test_a_huge_sentence_is_cut_before_any_work_and_says_so():
+    """A 4 MB sentence of a million words (a hostile student's): at most MAX_CHARS characters are split and at most
+    max_length - 2 words kept, with a note; a short sentence is read whole, with no note."""
+    words, note = bounded_words("dog " * 1_000_000, max_length=128)
+    assert words == ["dog"] * 126 and "first 126 words" in note
+    words, note = bounded_words("x" * (MAX_CHARS + 10), max_length=128)
+    assert words == ["x" * MAX_CHARS] and f"{MAX_CHARS:,} characters" in note
+    assert bounded_words("Anna sees the dog .", max_length=128) == (["Anna", "sees", "the", "dog", "."], "")
 
 
 def test_tags_one_label_per_word_and_mask_changes_nothing_when_all_ones():

@@ -109,6 +109,31 @@ def test_hit_miss_with_call_counting(tmp_path):
     assert [e.config["lang"] for e in store.entries("score")].count("de") == 1
 
 
+def test_reading_only_computes_nothing_but_the_kinds_it_allows(tmp_path):
+    """A class-mode student's page: a cached result is read, a missing one raises NotComputedHere (nothing is
+    computed or stored); inside the student's queued work an evaluation may be computed, a score still not; outside
+    the block everything computes again."""
+    from headprune_core.runs.store import NotComputedHere, reading_only
+    store, calls = Store(tmp_path), []
+
+    def compute():
+        calls.append(1)
+        return _scores()
+
+    store.get_or_compute(SC, compute)
+    other = SC.replace(lang="fr")
+    with reading_only("a student's session"):
+        assert store.get_or_compute(SC, compute)["meta"] == {"n": 3}
+        with pytest.raises(NotComputedHere, match="is not cached, and a student's session"):
+            store.get_or_compute(other, compute)
+        with reading_only("queued", allowed={"eval"}), pytest.raises(NotComputedHere):
+            store.get_or_compute(other, compute)
+    assert calls == [1] and not store.has(other)
+    with reading_only("queued", allowed={"score"}):
+        store.get_or_compute(other, compute)
+    assert calls == [1, 1] and store.has(other)
+
+
 def test_put_refuses_empty_fingerprints(tmp_path):
     store = Store(tmp_path)
     with pytest.raises(ValueError, match=r"empty fingerprints \(finetune.data_fp\)"):
