@@ -28,7 +28,7 @@ import streamlit as st
 import torch
 
 from headprune_app import roles
-from headprune_app.compute_queue import AlreadyQueued, ComputeQueue, slots_from_env, waiting_text
+from headprune_app.compute_queue import AlreadyQueued, ComputeQueue, place_owner, slots_from_env, waiting_text
 from headprune_core.base.cache import cache_root
 from headprune_core.base.progress import TimeCapExceeded, time_cap
 from headprune_core.data import NotPrepared, UnknownName, get_task, list_tasks, load_task
@@ -100,12 +100,20 @@ def _session_id() -> str | None:
     return ctx.session_id if ctx is not None else None
 
 
+def _place() -> str | None:
+    try:
+        cookies = st.context.cookies
+    except Exception:  # no request context (a test's AppTest): the session alone
+        cookies = {}
+    return place_owner(cookies, _session_id())
+
+
 @contextlib.contextmanager
 def _fair_slot(what: str):
     """A silent place in the compute queue for short work (no waiting line shown): in class mode after the
     teacher's work, one at a time per student, and stopped at the student cap."""
     student = not roles.is_teacher()
-    with compute_queue().slot(what, priority=1 if student else 0, session=_session_id(), one_per_session=student), \
+    with compute_queue().slot(what, priority=1 if student else 0, session=_place(), one_per_session=student), \
             time_cap(roles.student_cap_s() if student else None), roles.student_work():
         yield
 
@@ -125,7 +133,7 @@ def queued(what: str, *, exclusive: bool = False):
     @contextlib.contextmanager
     def held():
         with compute_queue().slot(what, exclusive=exclusive, on_wait=on_wait, priority=1 if student else 0,
-                                  session=_session_id(), one_per_session=student), time_cap(cap), \
+                                  session=_place(), one_per_session=student), time_cap(cap), \
                 roles.student_work():
             box.empty()
             yield

@@ -14,6 +14,7 @@ before 1, first come first served within each), and a student's session holds at
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -122,3 +123,16 @@ def waiting_text(position: int, running: int) -> str:
     suffix = {1: "st", 2: "nd", 3: "rd"}.get(position if position < 20 else position % 10, "th")
     return (f"Waiting for the machine: {running} computation{'s' if running != 1 else ''} of other sessions "
             f"run{'s' if running == 1 else ''}, you are {position}{suffix} in line.")
+
+
+XSRF_COOKIE = "_streamlit_xsrf"
+
+
+def place_owner(cookies, session_id: str | None) -> str | None:
+    """Who holds a place in the compute queue: the browser (its XSRF cookie, which every tab of one browser shares,
+    so two tabs are one place), else the session. A client that drops its cookies is a new browser each time: the
+    per-session place is then what holds it."""
+    token = (cookies or {}).get(XSRF_COOKIE)
+    if token:
+        return "browser:" + hashlib.sha256(str(token).encode()).hexdigest()[:16]
+    return None if session_id is None else f"session:{session_id}"

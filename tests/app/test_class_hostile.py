@@ -168,4 +168,6 @@ def test_a_phishing_link_renders_as_text(cache_copy):
         assert page.locator("a[href*='evil.example']").count() == 0
         note = page.get_by_text("Session expired: re-enter the teacher key").first
         assert note.count() == 1 and note.locator("strong").count() == 0
+        # the browser holds the XSRF cookie that makes its tabs one place in the compute queue
+        assert [c for c in page.context.cookies() if c["name"] == "_streamlit_xsrf"]
         chromium.close()

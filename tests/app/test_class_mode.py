@@ -98,6 +98,68 @@ def test_a_student_walking_every_page_computes_nothing(cache_copy, monkeypatch, 
     assert _listing(cache_copy) == before
 
 
+def _press_delete(root, monkeypatch, *, forge_press: bool) -> None:
+    """On the Runs page: choose the first entry, tick "Yes, delete them" and press Delete; where no Delete button
+    is drawn (a student's page), forge the press in session state, as a crafted client would."""
+    at = make_app(root, monkeypatch)
+    at.run()
+    _page(at, "runs")
+    labels = list(at.selectbox(key="show_entry").options)
+    at.session_state["doomed"], at.session_state["sure"] = labels[:1], True
+    if forge_press:
+        at.session_state["delete"] = True
+        _page(at, "runs")
+    else:
+        _page(at, "runs")
+        at.button(key="delete").click()
+        at.run()
+        assert not at.exception
+
+
+def test_the_same_delete_changes_the_cache_for_the_owner_and_nothing_for_a_student(cache_copy, monkeypatch,
+                                                                                  class_settings, tmp_path):
+    """The press that deletes an entry for the owner (outside class mode) leaves a student's cache as it was: the
+    test can see a deletion, and the student makes none (fails if the student's page drew and honoured Delete)."""
+    import shutil
+    student_root = tmp_path / "student-cache"
+    shutil.copytree(cache_copy, student_root)
+    monkeypatch.delenv("HEADPRUNE_CLASS", raising=False)
+    before = _listing(cache_copy)
+    _press_delete(cache_copy, monkeypatch, forge_press=False)
+    assert _listing(cache_copy) != before  # the owner's press deleted an entry
+    monkeypatch.setenv("HEADPRUNE_CLASS", "1")
+    monkeypatch.setenv("HEADPRUNE_TEACHER_KEY", KEY)
+    before = _listing(student_root)
+    _press_delete(student_root, monkeypatch, forge_press=True)
+    assert _listing(student_root) == before
+
+
+def test_require_refuses_a_student_and_lets_the_teacher(monkeypatch, class_settings):
+    """roles.require is the server side of every absent control: in a student's session it raises NotForStudents
+    and nothing after it runs; unlocked, or outside class mode, it lets the action through."""
+    from streamlit.testing.v1 import AppTest
+    script = """
+import streamlit as st
+from headprune_app import roles
+try:
+    roles.require("Deleting cache entries")
+    st.write("done")
+except roles.NotForStudents as err:
+    st.write(f"refused: {err}")
+"""
+    monkeypatch.setenv("HEADPRUNE_CLASS", "1")
+    at = AppTest.from_string(script)
+    at.run()
+    assert at.markdown[0].value.startswith("refused: Deleting cache entries: class mode")
+    at.session_state["_teacher"] = True
+    at.run()
+    assert at.markdown[0].value == "done"
+    monkeypatch.delenv("HEADPRUNE_CLASS")
+    at = AppTest.from_string(script)
+    at.run()
+    assert at.markdown[0].value == "done"
+
+
 def test_a_link_cannot_load_another_model(fixture_cache, monkeypatch, class_mode, tmp_path):
     at = make_app(fixture_cache["root"], monkeypatch)
     at.query_params["other_model"] = "/etc"

@@ -129,3 +129,37 @@ def test_class_mode_the_teacher_goes_first_and_a_student_holds_one_place():
     for th in (b, t):
         th.join(5)
     assert [e for e in events if e[0] == "start"] == [("start", "a"), ("start", "teacher"), ("start", "student b")]
+
+
+def test_two_tabs_of_one_browser_hold_one_place():
+    """A place in line belongs to the browser (its XSRF cookie, shared by its tabs), else to the session: a student
+    who opens a second tab does not get a second place; two browsers, or two sessions without cookies, are two."""
+    from headprune_app.compute_queue import AlreadyQueued, place_owner
+    cookie = {"_streamlit_xsrf": "2|ab|cd|1"}
+    tab1, tab2 = place_owner(cookie, "s1"), place_owner(cookie, "s2")
+    other = place_owner({"_streamlit_xsrf": "2|ef|gh|1"}, "s3")
+    assert tab1 == tab2 != other and place_owner({}, "s4") == "session:s4" != place_owner(None, "s5")
+    queue, held, done = ComputeQueue(slots=2), threading.Event(), threading.Event()
+
+    def first_tab():
+        with queue.slot("evaluate", session=tab1, one_per_session=True):
+            held.set()
+            done.wait(10)
+
+    worker = threading.Thread(target=first_tab)
+    worker.start()
+    held.wait(10)
+    outcomes = {}
+    for name, owner in (("second tab", tab2), ("other browser", other)):
+        def ask(name=name, owner=owner):
+            try:
+                with queue.slot("evaluate", session=owner, one_per_session=True):
+                    outcomes[name] = "served"
+            except AlreadyQueued:
+                outcomes[name] = "refused"
+        t = threading.Thread(target=ask)
+        t.start()
+        t.join(10)
+    done.set()
+    worker.join(10)
+    assert outcomes == {"second tab": "refused", "other browser": "served"}
