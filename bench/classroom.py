@@ -285,6 +285,14 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
     by_n = {r["n"]: r for r in res if not r["niced"] and not r["class_mode"]}
     niced = {r["n"]: r for r in res if r["niced"]}
     goals, class_notes = class_goals(res, quick)
+    if os.environ.get("HEADPRUNE_BENCH_HOSTILE", "1") != "0":  # the hostile class, against the same class alone
+        from bench import hostile
+        seconds = float(os.environ.get("HEADPRUNE_BENCH_HOSTILE_S") or (20 if quick else 600))
+        size = (2, 1) if quick else (25, 5)
+        quiet = hostile.measure(cache, work, ordinary=size[0], hostile=0, seconds=seconds)
+        loud = hostile.measure(cache, work, ordinary=size[0], hostile=size[1], seconds=seconds)
+        more_goals, more_notes = hostile.goals_and_notes(quiet, loud, quick)
+        goals, class_notes = goals + more_goals, class_notes + more_notes
     if not by_n:
         return Section("classroom", "A class on one server: class mode", HEADERS, rows, goals, class_notes)
     big, ten = by_n[max(by_n)], by_n.get(10)

@@ -1,0 +1,205 @@
+"""A class with hostile students (issue 43): ordinary students walk the dashboard again and again on one class-mode
+server while a few hostile ones loop the hostile suite (tests/app/test_class_hostile.py) against it, and the
+teacher unlocks a fresh session every minute. The same class runs again without the hostile ones, on a fresh
+server, for the comparison.
+
+What a hostile student does in a loop: 5 wrong keys in a browser session; Streamlit's ``clear_cache`` from a raw
+websocket client; a 1,000,000-word sentence in a raw client's address (the inspector); 3 uploads of 20 MB to
+Streamlit's upload endpoint with a valid session and XSRF token; a phishing link (``?task=`` with Markdown).
+
+Reported: cache files removed, changed or added by students (their new masks' evaluations aside), whether the
+server process lived through the class, the teacher's unlocks (successes of tries), the server's peak memory, and
+the ordinary students' page and server-run p95 with and without the hostile ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+KEY = "the bench's key"
+CLASS_ENV = {"HEADPRUNE_CLASS": "1", "HEADPRUNE_TEACHER_KEY": KEY}
+PHISH = "x`**Session expired: re-enter the teacher key at [the teacher page](http://evil.example/unlock)**"
+
+
+async def _ordinary(url: str, n: int, seconds: float) -> list[dict]:
+    """``n`` students each walking the dashboard again and again until ``seconds`` have passed: every walk."""
+    from playwright.async_api import async_playwright
+
+    from bench.classroom import _walk
+    from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
+    deadline = time.perf_counter() + seconds
+
+    async def student(browser, i: int) -> list[dict]:
+        walks = []
+        while not walks or time.perf_counter() < deadline:  # one walk at least
+            walks.append(await _walk(browser, url, 0.2 * i if not walks else 0.0))
+        return walks
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            done = await asyncio.gather(*(student(browser, i) for i in range(n)))
+        finally:
+            await browser.close()
+    return [w for walks in done for w in walks]
+
+
+def _hostile_round(url: str, page) -> list[str]:
+    """One round of the hostile suite; what went other than planned (refusals are planned)."""
+    from tests.app.test_class_hostile import _raw_session, _send_clear_cache, _upload, _wrong_keys, _xsrf
+    from tests.helpers import browser
+    odd = []
+    browser.open_page(page, url, "home")
+    _wrong_keys(page, 5)
+    ws, session = _raw_session(url)
+    _send_clear_cache(ws)
+    cookie, token = _xsrf(url)
+    codes = [_upload(url, session, 20 * 1024 * 1024, cookie, token) for _ in range(3)]
+    if codes != [413] * 3:
+        odd.append(f"uploads answered {codes}")
+    ws.close()
+    big, _ = _raw_session(url, query=urllib.parse.urlencode({"sentence:en": "dog " * 1_000_000}),
+                          page="inspector", until="script_finished")
+    big.close()
+    page.goto(f"{url}/{browser.PAGES['prune']}?{urllib.parse.urlencode({'task': PHISH})}",
+              wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=600_000)
+    browser.wait_idle(page, 600_000)
+    if page.locator("a[href*='evil.example']").count():
+        odd.append("the phishing link rendered as a link")
+    return odd
+
+
+def _hostile(url: str, n: int, seconds: float, out: dict) -> None:
+    """``n`` hostile students (threads, a Chromium each) looping :func:`_hostile_round` for ``seconds``."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
+    deadline = time.perf_counter() + seconds
+    rounds, odd = [0] * n, []
+
+    def one(i: int) -> None:
+        with sync_playwright() as pw:
+            chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            while time.perf_counter() < deadline:
+                page = chromium.new_context(viewport={"width": 1200, "height": 900}).new_page()
+                try:
+                    odd.extend(_hostile_round(url, page))
+                    rounds[i] += 1
+                except Exception as err:  # noqa: BLE001 -- a round that failed counts and the loop goes on
+                    odd.append(f"{type(err).__name__}: {str(err)[:160]}")
+                finally:
+                    page.context.close()
+            chromium.close()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out.update({"rounds": sum(rounds), "odd": odd})
+
+
+def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
+    """A fresh teacher's session unlocking with the key every ``every`` seconds: (successes, tries)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.helpers import browser
+    deadline, ok, tries = time.perf_counter() + seconds, 0, 0
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_ARGS, headless=True)
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            page = chromium.new_context(viewport={"width": 1200, "height": 900}).new_page()
+            tries += 1
+            try:
+                browser.open_page(page, url, "home", timeout=600_000)
+                browser.unlock(page, KEY, timeout=600_000)
+                ok += 1
+            except Exception:  # noqa: BLE001 -- a refused or timed-out unlock is what this counts
+                pass
+            finally:
+                page.context.close()
+            time.sleep(max(0.0, every - (time.perf_counter() - start)))
+        chromium.close()
+    out.update({"teacher_ok": ok, "teacher_tries": tries})
+
+
+def measure(cache: Path, log_dir: Path, *, ordinary: int, hostile: int, seconds: float) -> dict:
+    """One fresh class-mode server: the ordinary class for ``seconds``, with ``hostile`` hostile students and the
+    teacher's unlocks beside it."""
+    from bench.classroom import _pct
+    from bench.demo import peak_rss_mb
+    from headprune_app.timing import ENV
+    from tests.helpers import browser
+    tag = f"hostile-{hostile}"
+    procs, runs_log = [], log_dir / f"script-runs-{tag}.jsonl"
+    os.environ[ENV] = str(runs_log)
+    side: dict = {}
+    try:
+        with browser.streamlit_server(cache, log=log_dir / f"streamlit-{tag}.log", on_start=procs.append,
+                                      timeout=180, env=CLASS_ENV) as url:
+            warm = subprocess.run([sys.executable, "-m", "bench.hostile", "walk", url, "1", "0"], cwd=REPO,
+                                  capture_output=True, text=True)
+            skip = len(runs_log.read_text().splitlines()) if runs_log.exists() else 0
+            listed = browser.cache_listing(cache)
+            helpers = [threading.Thread(target=_teacher, args=(url, seconds, 60.0, side))]
+            if hostile:
+                helpers.append(threading.Thread(target=_hostile, args=(url, hostile, seconds, side)))
+            for t in helpers:
+                t.start()
+            walks = asyncio.run(_ordinary(url, ordinary, seconds))
+            for t in helpers:
+                t.join()
+            alive = procs[0].poll() is None
+            rss = peak_rss_mb(procs[0].pid)
+            changes = browser.cache_changes(listed, browser.cache_listing(cache))
+    finally:
+        os.environ.pop(ENV, None)
+    runs = [json.loads(x) for x in runs_log.read_text().splitlines()][skip:] if runs_log.exists() else []
+    pages = [t for w in walks for name, t in w["steps"].items() if name != "slider"]
+    return {"ordinary": ordinary, "hostile": hostile, "seconds": seconds, "walks": len(walks),
+            "walks_failed": sum(bool(w["errors"]) for w in walks), "exceptions": sum(w["exceptions"] for w in walks),
+            "p95": _pct(pages, 95), "run_p95": _pct([r["wall"] for r in runs], 95), "rss_mb": rss, "alive": alive,
+            "changes": {k: len(v) for k, v in changes.items()}, "warm_ok": warm.returncode == 0, **side}
+
+
+if __name__ == "__main__":  # python -m bench.hostile walk URL N SECONDS: N students walking (the warm-up: one walk)
+    _, _, url, n, seconds = sys.argv
+    asyncio.run(_ordinary(url, int(n), float(seconds)))
+
+
+def goals_and_notes(quiet: dict, loud: dict, quick: bool) -> tuple[list, list[str]]:
+    """The section's goals and notes from the class without (``quiet``) and with (``loud``) the hostile ones."""
+    from bench.report import Goal
+    ch = loud["changes"]
+    students = ch["removed"] + ch["modified"] + ch["other_new"]
+    goals = [
+        Goal(f"hostile class ({loud['ordinary']} students + {loud['hostile']} hostile, {loud['seconds']:.0f} "
+             "s): cache files removed, changed or added by students (their masks' evaluations aside)", "0",
+             f"{ch['removed']}, {ch['modified']}, {ch['other_new']}", students == 0),
+        Goal("hostile class: server restarts", "0", "0" if loud["alive"] else "the server died", loud["alive"]),
+        Goal("hostile class: the teacher unlocked at every try (a fresh session each minute)", "every try",
+             f"{loud.get('teacher_ok', 0)} of {loud.get('teacher_tries', 0)}",
+             loud.get("teacher_ok", 0) == loud.get("teacher_tries", -1) > 0),
+        Goal("hostile class: ordinary students' page p95 (server script-run p95), beside the same class without "
+             "the hostile ones", "reported",
+             f"{loud['p95']:.1f} s ({loud['run_p95']:.2f} s) vs {quiet['p95']:.1f} s ({quiet['run_p95']:.2f} s)",
+             None)]
+    notes = [f"Hostile class: {loud['ordinary']} ordinary students walk the dashboard again and again for "
+             f"{loud['seconds']:.0f} s ({loud['walks']} walks, {loud['walks_failed']} failed, {loud['exceptions']} "
+             f"app exceptions; without the hostile ones {quiet['walks']} walks, {quiet['walks_failed']} failed) while "
+             f"{loud['hostile']} hostile students loop the hostile suite ({loud.get('rounds', 0)} rounds: 5 wrong "
+             "keys, a raw clear_cache, three 20 MB uploads, a 1,000,000-word sentence, a phishing link); server "
+             f"peak memory {loud['rss_mb']:.0f} MiB (without them {quiet['rss_mb']:.0f} MiB). Unplanned outcomes: "
+             f"{'; '.join(sorted(set(loud.get('odd', []))))[:600] or 'none'}."]
+    return goals, notes
