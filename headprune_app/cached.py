@@ -381,6 +381,13 @@ def evaluation(st_: Study, cfg) -> dict:
     found = read(st_, cfg)
     if found is not None:
         return found["result"]
+    if not roles.is_teacher():
+        ok, used = roles.take_evaluation(_place())
+        if not ok:
+            st.warning(f"Not evaluated: this browser has stored {used} new evaluations on this server, the most one "
+                       "student may (each is kept for everyone); the teacher can evaluate more.",
+                       icon=":material/hourglass_disabled:")
+            st.stop()
     try:
         with queued("evaluate under a mask"), st.spinner("Evaluating under this mask ..."):
             return st_.evaluation(cfg)

@@ -152,6 +152,33 @@ def student_work():
         _reading(READING_WHY + "; a student's queued work computes only evaluations", allowed=STUDENT_KINDS)
 
 
+STUDENT_EVALS_ENV = "HEADPRUNE_STUDENT_EVALS"
+DEFAULT_STUDENT_EVALS = 40
+_EVALS: dict[str, int] = {}
+_EVALS_LOCK = threading.Lock()
+
+
+def student_evals() -> int:
+    """How many new evaluations one student's browser may store on this server (``HEADPRUNE_STUDENT_EVALS``):
+    each is a small entry kept for everyone, but a script could ask for thousands of masks."""
+    try:
+        return max(0, int(os.environ.get(STUDENT_EVALS_ENV, DEFAULT_STUDENT_EVALS)))
+    except ValueError:
+        return DEFAULT_STUDENT_EVALS
+
+
+def take_evaluation(owner: str | None) -> tuple[bool, int]:
+    """Count one new stored evaluation against a student's browser (``owner``): (allowed, how many it stored).
+    Module level, like the guard: ``clear_cache`` does not reset it."""
+    bound = student_evals()
+    with _EVALS_LOCK:
+        used = _EVALS.get(owner or "?", 0)
+        if used >= bound:
+            return False, used
+        _EVALS[owner or "?"] = used + 1
+        return True, used + 1
+
+
 def student_note(what: str) -> None:
     """The one line a student sees where an owner's control would be."""
     st.caption(f":material/lock: {STUDENT_NOTE}: {what} is the teacher's.")

@@ -24,6 +24,7 @@ def class_mode(monkeypatch, class_settings):
     # a fresh server's guard and unlock link: no wrong tries or spent link left over from another test
     monkeypatch.setattr(roles, "_GUARD", roles.KeyGuard(delay_s=0.0))
     monkeypatch.setattr(roles, "_UNLOCK_SPENT", __import__("threading").Event())
+    monkeypatch.setattr(roles, "_EVALS", {})
     yield
 
 
@@ -266,3 +267,27 @@ def test_class_mode_refuses_to_run_without_the_class_settings(cache_copy, monkey
     (err,) = [e.value for e in at.error]
     assert "headprune serve --class" in err and "client.showErrorDetails = full" in err and "maxUploadSize" in err
     assert not at.button and not at.get("file_uploader")
+
+
+@pytest.mark.slow
+def test_a_students_new_evaluations_are_bounded(cache_copy, monkeypatch, class_mode):
+    """A student's browser stores at most HEADPRUNE_STUDENT_EVALS new evaluations (here 1): the first new mask is
+    evaluated and kept, the next is refused with a note, and nothing more is stored."""
+    monkeypatch.setenv("HEADPRUNE_STUDENT_EVALS", "1")
+    evals = lambda: len(list((cache_copy / "runs" / "eval").glob("*/config.json")))  # noqa: E731
+    at = make_app(cache_copy, monkeypatch)
+    at.run()
+    _page(at, "prune")
+    options = at.slider(key="k")
+    before = evals()
+    new = []
+    for k in range(int(options.min), int(options.max) + 1, int(options.step or 1)):
+        at.slider(key="k").set_value(k).run()
+        assert not at.exception
+        if evals() > before + len(new):
+            new.append(k)
+        if any("Not evaluated: this browser has stored 1 new evaluation" in w.value for w in at.warning):
+            break
+    else:
+        raise AssertionError("no new mask was refused")
+    assert len(new) == 1 and evals() == before + 1
