@@ -6,9 +6,10 @@ import logging
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
+
+from headprune_core.base.files import scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ def pip_download(name: str, version: str, dest: Path) -> Path:
     found = [p for p in dest.glob("*.whl") if p.name.lower().startswith(f"{stem}-{version}-")]
     if found:
         return found[0]
-    with tempfile.TemporaryDirectory(dir=dest) as tmp:
+    with scratch_dir(dest, "pip") as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", tmp,
                f"{name}=={version}"]
         res = subprocess.run(cmd, capture_output=True, text=True)

@@ -74,3 +74,33 @@ def test_scratch_dir_is_removed_after_its_block_and_reads_as_a_temp(tmp_path):
     assert temp_is_dead(left)
     with scratch_dir(tmp_path, "import"):
         assert not left.exists()  # the next one in that folder removes it
+
+
+def test_a_pip_download_works_in_a_folder_cache_gc_knows(tmp_path, monkeypatch):
+    """pip downloads into a house temp folder (``.tmp-...<host>.<pid>...``), not a ``tempfile`` one: a fetch
+    killed inside leaves a folder that ``cache gc`` lists as a dead temp once the process is gone; a finished
+    fetch leaves only its wheel."""
+    from pathlib import Path
+
+    from headprune_core.base import fetch
+    from headprune_core.runs.inventory import scan
+    dest = tmp_path / "cache" / "downloads"
+    seen = []
+
+    def fake_run(cmd, **kwargs):
+        folder = Path(cmd[cmd.index("--dest") + 1])
+        seen.append(folder.name)
+        (folder / "pkg-1.0-py3-none-any.whl").write_bytes(b"wheel")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(fetch.subprocess, "run", fake_run)
+    wheel = fetch.pip_download("pkg", "1.0", dest)
+    assert wheel == dest / "pkg-1.0-py3-none-any.whl" and sorted(p.name for p in dest.iterdir()) == [wheel.name]
+    assert seen[0].startswith(".tmp-") and f".{os.getpid()}." in seen[0]
+    # a fetch killed inside: its folder, named by a process that is gone, is a dead temp to cache gc
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])  # a process that has ended: its pid is free
+    gone.wait()
+    left = dest / seen[0].replace(f".{os.getpid()}.", f".{gone.pid}.")
+    left.mkdir()
+    states = {i.path.name: i.state for i in scan(tmp_path / "cache")}
+    assert states[left.name] == "dead temp"
