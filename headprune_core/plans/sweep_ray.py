@@ -347,20 +347,31 @@ class _Runner:
         where = _left_marker(self.progress.folder, node).get("node") or "an unknown node"
         reason = (("lost with its node" if isinstance(err, ray.exceptions.NodeDiedError) else "its worker died")
                   if lost else _error_text(err))
-        if lost and self.graph.store.has(node.cfg):
+        decision = retry_decision(lost=lost, landed=lost and self.graph.store.has(node.cfg), retries=node.retries)
+        if decision == "done":
             node.state, node.computed, node.ray_node = "done", True, where
             self.computed += 1
             log.warning("sweep job %s: %s on %s after its entry landed; not computed again", node.what, reason,
                         where)
             self.event(node, self.graph)
             return
-        tries = sum(r["lost"] == lost for r in node.retries)
-        if tries < (LOST_RETRIES if lost else ERROR_RETRIES):
+        if decision == "retry":
             node.retries.append({"attempt": node.attempts, "node": where, "reason": reason, "lost": lost})
             log.warning("sweep job %s: attempt %d %s on %s; retrying", node.what, node.attempts, reason, where)
             self.submit(node)
             return
         _failed(self.graph, node, err, self.event)
+
+
+def retry_decision(*, lost: bool, landed: bool, retries: list[dict]) -> str:
+    """What a sweep does after a job's attempt did not finish: ``"done"`` when the attempt was lost (its worker or
+    node died) after its entry landed in the cache; ``"retry"`` while the job has had fewer than
+    :data:`LOST_RETRIES` lost attempts (a lost one) or :data:`ERROR_RETRIES` failed ones (an error), counted
+    apart in ``retries`` (each ``{"lost": bool, ...}``); else ``"failed"``."""
+    if lost and landed:
+        return "done"
+    tries = sum(r["lost"] == lost for r in retries)
+    return "retry" if tries < (LOST_RETRIES if lost else ERROR_RETRIES) else "failed"
 
 
 class _HeadWatch(threading.Thread):

@@ -325,3 +325,17 @@ def test_an_address_is_checked_before_ray_waits_on_it():
     with pytest.raises(RuntimeError, match=r"no Ray cluster at 10\.255\.255\.1:6379: "):
         check_reachable("10.255.255.1:6379", timeout=3)
     check_reachable("auto")  # Ray's own lookup, and ray:// client addresses, are Ray's to resolve
+
+
+def test_the_retry_decision_counts_lost_and_failed_attempts_apart():
+    """After an attempt that did not finish: a lost one whose entry landed is done (never computed again); lost
+    attempts are retried LOST_RETRIES times and errors ERROR_RETRIES times, each counted apart; then failed."""
+    from headprune_core.plans.sweep_ray import ERROR_RETRIES, LOST_RETRIES, retry_decision
+    lost = [{"lost": True}] * LOST_RETRIES
+    errors = [{"lost": False}] * ERROR_RETRIES
+    assert retry_decision(lost=True, landed=True, retries=lost) == "done"
+    assert retry_decision(lost=True, landed=False, retries=[]) == "retry"
+    assert retry_decision(lost=True, landed=False, retries=lost[:-1] + errors) == "retry"  # errors do not count
+    assert retry_decision(lost=True, landed=False, retries=lost) == "failed"
+    assert retry_decision(lost=False, landed=False, retries=lost) == "retry"  # losses do not count against errors
+    assert retry_decision(lost=False, landed=False, retries=errors) == "failed"
