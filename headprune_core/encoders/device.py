@@ -32,6 +32,11 @@ def pick_device(name: str | None = "auto") -> torch.device:
     return torch.device(name)
 
 
+def device_of(model: torch.nn.Module) -> torch.device:
+    """Where ``model``'s weights are (the one way every module asks: a model never moves mid-run)."""
+    return next(model.parameters()).device
+
+
 def to_device(batch: dict, device: torch.device) -> dict:
     """A batch with its tensors moved to ``device`` (other values as they are)."""
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}

@@ -14,6 +14,7 @@ import re
 import torch
 
 from headprune_core.base.defaults import MAX_LENGTH
+from headprune_core.encoders.device import device_of
 from headprune_core.encoders.heads import attention_probs, head_gates, kept_heads
 
 MAX_CHARS = 2000
@@ -52,7 +53,7 @@ def readable_tokens(model, max_length: int) -> int:
 
 
 def _encode(model, tokenizer, words: list[str], max_length: int) -> tuple[dict, list[int | None], list[str]]:
-    device = next(model.parameters()).device
+    device = device_of(model)
     enc = tokenizer(words, is_split_into_words=True, truncation=True, max_length=readable_tokens(model, max_length),
                     return_tensors="pt")
     word_ids = enc.word_ids(0)

@@ -38,7 +38,7 @@ from headprune_core.base.defaults import DEFAULT_MODEL
 from headprune_core.base.files import atomic_dir, read_json
 from headprune_core.base.progress import TqdmProgress, report
 from headprune_core.encoders import e5s1
-from headprune_core.encoders.device import pick_device
+from headprune_core.encoders.device import device_of, pick_device
 from headprune_core.encoders.heads import ADAPTERS, UnsupportedModelError
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ class LoadedModel:
     @property
     def device(self):
         """The torch device the encoder's parameters live on."""
-        return next(self.encoder.parameters()).device
+        return device_of(self.encoder)
 
 
 def get_embedded(name: str) -> EmbeddedModel:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from headprune_core.encoders.device import autocast
+from headprune_core.encoders.device import autocast, device_of
 from headprune_core.encoders.heads import base_model, count_parameters, head_dim, head_shape, present_mask, pruned_copy
 
 SOFTMAX_FLOPS = 5  # per attention score: max, subtract, exp, sum, divide
@@ -56,7 +56,7 @@ def interleaved(fns: dict[str, Callable[[], object]], *, repeats: int = 7, warmu
 
 def forward_fn(model: torch.nn.Module, inputs: dict) -> Callable[[], None]:
     """A no-argument forward pass of ``model`` on ``inputs`` (no gradients, autocast where safe), to be timed."""
-    device = next(model.parameters()).device
+    device = device_of(model)
 
     def run() -> None:
         with torch.no_grad(), autocast(device):
@@ -125,7 +125,7 @@ def measure_speed(model: torch.nn.Module, mask: torch.Tensor, batch: dict, *, re
     """Parameters and forward latency of ``model`` vs a physically pruned copy (``mask``: 1 = keep), timed
     interleaved on ``batch``; the speed-up is the median of the per-round ratios, with its quartiles, next to
     the FLOP limit for this sequence length. The original model is untouched."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     small = pruned_copy(model, mask)
     inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device),
               "task": batch.get("task")}

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from headprune_core.base.progress import Step
-from headprune_core.encoders.device import autocast, to_device
+from headprune_core.encoders.device import autocast, device_of, to_device
 from headprune_core.methods.train import batches, optimizer_for
 
 
@@ -94,7 +94,7 @@ def bandit_search(model: nn.Module, train: dict[str, object], dev: list[dict], *
     """
     if primary not in train:
         raise ValueError(f"the primary task {primary!r} is not among the training tasks: {', '.join(train)}")
-    device = next(model.parameters()).device
+    device = device_of(model)
     torch.manual_seed(seed)
     params, opt = optimizer_for(model, lr=lr, head_lr=head_lr, freeze_embeddings=freeze_embeddings)
     per_task = {t: batches(d, batch_size=batch_size, pad_id=pad_id, task=t, shuffle=True, seed=seed)

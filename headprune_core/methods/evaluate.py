@@ -15,7 +15,7 @@ import torch
 from headprune_core.base.choices import LAYER_PAIRS, LAYER_PARTS, STRATEGIES
 from headprune_core.base.files import read_json
 from headprune_core.base.progress import Step
-from headprune_core.encoders.device import autocast
+from headprune_core.encoders.device import autocast, device_of
 from headprune_core.encoders.heads import head_gates, head_shape
 from headprune_core.methods.uncertainty import bootstrap_ci, sentence_units
 
@@ -71,7 +71,7 @@ def _score(gold, pred, labels: Sequence[str], *, kind: str) -> dict:
 def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tensor | None = None,
             on_step: Step | None = None) -> tuple[list, list]:
     """Gold and predicted label ids (lists per sentence for token tasks) under an optional head mask."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     gold, pred = [], []
     gates = head_gates(model, mask) if mask is not None else contextlib.nullcontext()
     model.eval()

@@ -28,7 +28,7 @@ from torch import nn
 
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, check_choice
 from headprune_core.base.progress import Step
-from headprune_core.encoders.device import autocast, to_device
+from headprune_core.encoders.device import autocast, device_of, to_device
 from headprune_core.encoders.heads import (
     adapter_for,
     attention_probs,
@@ -137,7 +137,7 @@ def score_heads(model: nn.Module, batches: Iterable[dict], *, method: str = "gat
         raw = np.random.default_rng(seed).random(shape)
         return Importance(normalise(raw, normalize=normalize, minmax=minmax), raw, method, normalize, minmax,
                           0, 0, seed, time.perf_counter() - start)
-    device = next(model.parameters()).device
+    device = device_of(model)
     total = max_batches if max_batches is not None else (len(batches) if hasattr(batches, "__len__") else None)
     acc = torch.zeros(shape, dtype=torch.float64)
     n_batches = n_tokens = 0
@@ -247,7 +247,7 @@ def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, on_step: Step
     """
     adapter = adapter_for(model)
     layers = encoder_layers(model)
-    device = next(model.parameters()).device
+    device = device_of(model)
     modules = [(i, layer.get_submodule(p)) for i, layer in enumerate(layers) if kept_heads(model, i)
                for p in (adapter.key, adapter.value)]
     shape = head_shape(model)

@@ -18,7 +18,7 @@ from torch import nn
 from headprune_core.base.artifacts import Weights
 from headprune_core.base.progress import Step
 from headprune_core.encoders.classifier import HeadedEncoder
-from headprune_core.encoders.device import autocast, to_device
+from headprune_core.encoders.device import autocast, device_of, to_device
 from headprune_core.encoders.heads import head_gates
 
 WORD_EMBEDDINGS = ("embeddings.word_embeddings.weight",)
@@ -120,7 +120,7 @@ def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epo
     ``gates`` (a :class:`headprune_core.methods.learned.GateTrainer`) trains hard-concrete head gates with their
     sparsity term alongside (learned head pruning).
     """
-    device = next(model.parameters()).device
+    device = device_of(model)
     torch.manual_seed(seed)
     params, opt = optimizer_for(model, lr=lr, head_lr=head_lr, freeze_embeddings=freeze_embeddings)
     per_task = {t: batches(d, batch_size=batch_size, pad_id=pad_id, task=t if len(train) > 1 else None,

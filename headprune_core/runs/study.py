@@ -28,6 +28,7 @@ from headprune_core.base.progress import report
 from headprune_core.base.specs import canonical_json
 from headprune_core.data.align import shuffled_labels
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
+from headprune_core.encoders.device import device_of
 from headprune_core.encoders.heads import head_shape, prune_heads
 from headprune_core.methods.bandit import bandit_search
 from headprune_core.methods.evaluate import curve, default_steps, evaluate
@@ -227,7 +228,7 @@ class Study(StudyData):
             d = self.data(*split_unit(unit, ft.train_langs[0]))
             heads[unit] = TaskHead(d.kind, tuple(d.labels))
         torch.manual_seed(ft.seed)
-        model = HeadedEncoder(encoder, heads).to(next(encoder.parameters()).device)
+        model = HeadedEncoder(encoder, heads).to(device_of(encoder))
         if ft.pruned:
             mask = torch.ones(head_shape(model))
             for layer, head in ft.pruned:
@@ -248,7 +249,7 @@ class Study(StudyData):
             opts = l0_options(ft.l0)
             model.load_state_dict(self.finetuned(ft.base()).state_dict())
             gates = GateTrainer(head_shape(model), target=opts["target"], penalty=opts["penalty"],
-                                gate_lr=opts["gate_lr"], init=opts["init"], seed=ft.seed, device=_device_of(model))
+                                gate_lr=opts["gate_lr"], init=opts["init"], seed=ft.seed, device=device_of(model))
             epochs, what = opts["epochs"], "learning which heads to prune"
         what = f"{what} {'+'.join(ft.tasks)} on {'+'.join(ft.train_langs)}"
         self._report(what, 0, None)
@@ -256,7 +257,7 @@ class Study(StudyData):
                              lr=ft.lr, head_lr=ft.head_lr, batch_size=ft.batch_size, sampling=ft.sampling, seed=ft.seed,
                              freeze_embeddings=ft.freeze_embeddings,
                              on_step=lambda d, n: self._report(what, d, n), gates=gates)
-        log = {**train_log.to_dict(), "data": stats, "device": str(_device_of(model))}
+        log = {**train_log.to_dict(), "data": stats, "device": str(device_of(model))}
         if gates is not None:
             learned = gates.result()
             fold_gates(model, torch.tensor(learned["gates"]))
@@ -450,7 +451,3 @@ def _with_task(data: list[dict], task: str, model: HeadedEncoder) -> list[dict]:
     if task not in model.tasks:
         raise ValueError(f"the model has no classifier for {task!r}; it has: {', '.join(model.tasks)}")
     return [{**b, "task": task} for b in data]
-
-
-def _device_of(model) -> torch.device:
-    return next(model.parameters()).device
