@@ -72,9 +72,16 @@ def test_a_small_class_walks_the_dashboard_on_one_server(quick):
         machine, server, browsers = (int(v.rstrip("%")) for v in (machine, server, browsers))
         assert machine >= server and machine >= browsers and server > 0 and render > 0
     # class mode: students walked on to the Findings page and changed nothing in the cache
-    (changed,) = [g for g in section["goals"] if "cache files removed" in g["what"]]
+    (changed,) = [g for g in section["goals"] if g["what"].startswith("class mode") and "cache files" in g["what"]]
     assert changed["measured"] == "0, 0, 0" and changed["met"] is True
     assert any("Server CPU on that page per student: 1 session(s)" in n for n in section["notes"])
+    # the hostile class: students beside a hostile one change nothing, the server lives, the teacher unlocks
+    hostile = {g["what"].split(": ", 1)[1]: g for g in section["goals"] if g["what"].startswith("hostile class")}
+    assert hostile["server restarts"]["met"] is True
+    assert hostile["the teacher unlocked at every try (a fresh session each minute)"]["met"] is True
+    (students,) = [g for w, g in hostile.items() if w.startswith("cache files")]
+    assert students["measured"] == "0, 0, 0" and students["met"] is True
+    assert any(n.startswith("Hostile class:") and "Unplanned outcomes: none" in n for n in section["notes"])
 
 
 def test_findings_reads_every_card(quick):
