@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 from datasets import concatenate_datasets
@@ -88,7 +88,7 @@ class StudyData:
             self._shape = config_head_shape(self.model_id)
         return self._shape
 
-    def with_sources(self, sources) -> StudyData:
+    def with_sources(self, sources) -> Self:
         """A Study of the same model and store reading ``sources`` on top of this one's (shares the loaded
         model and its fingerprints, never this Study's data)."""
         other = type(self)(self.model_id, store=self.store, device=self.device, progress=self.progress,
