@@ -67,7 +67,7 @@ async def _idle(page) -> None:
     await _wait(page, IDLE_JS)
 
 
-async def _walk(browser, url: str, stagger: float, findings: bool = False) -> dict:
+async def walk(browser, url: str, stagger: float, findings: bool = False) -> dict:
     """One student's walk in its own context; each step's seconds from the click to the rendered page (the
     Findings page last, with ``findings``)."""
     await asyncio.sleep(stagger)
@@ -132,12 +132,12 @@ async def _class(url: str, n: int, findings: bool = False) -> list[dict]:
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:  # students arrive within a few seconds of each other
-            return await asyncio.gather(*(_walk(browser, url, 0.2 * i, findings) for i in range(n)))
+            return await asyncio.gather(*(walk(browser, url, 0.2 * i, findings) for i in range(n)))
         finally:
             await browser.close()
 
 
-def _pct(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     if len(values) == 1:
@@ -194,15 +194,16 @@ def measure(cache: Path, sizes, log_dir: Path, *, niced: bool = False, class_mod
                     "warmup_ok": len(warmup["steps"]) == n_steps and not warmup["errors"], "wall": wall,
                     "server_cpu": cpu,
                     "machine_cpu": machine, "script_runs": len(runs),
-                    "run_p50": _pct([r["wall"] for r in runs], 50), "run_p95": _pct([r["wall"] for r in runs], 95),
-                    "run_cpu_p95": _pct([r["cpu"] for r in runs], 95), "rss_mb": rss,
+                    "run_p50": percentile([r["wall"] for r in runs], 50),
+                    "run_p95": percentile([r["wall"] for r in runs], 95),
+                    "run_cpu_p95": percentile([r["cpu"] for r in runs], 95), "rss_mb": rss,
                     "render_cpu": statistics.median([w["render_cpu"] for w in walks if w["render_cpu"]] or [0.0]),
                     "exceptions": sum(w["exceptions"] for w in walks),  # raised in the app, shown on a page
                     "failed": sum(bool(w["errors"]) for w in walks),  # a browser error or a step's timeout
                     "complete": sum(len(w["steps"]) == n_steps for w in walks),
-                    "p50": _pct(pages, 50), "p95": _pct(pages, 95),
-                    "slider_p50": _pct([t for name, t in steps if name == "slider"], 50),
-                    "slider_p95": _pct([t for name, t in steps if name == "slider"], 95),
+                    "p50": percentile(pages, 50), "p95": percentile(pages, 95),
+                    "slider_p50": percentile([t for name, t in steps if name == "slider"], 50),
+                    "slider_p95": percentile([t for name, t in steps if name == "slider"], 95),
                     "errors": [e for w in walks for e in w["errors"]][:5]})
     return out
 

@@ -34,14 +34,14 @@ async def _ordinary(url: str, n: int, seconds: float) -> list[dict]:
     """``n`` students each walking the dashboard again and again until ``seconds`` have passed: every walk."""
     from playwright.async_api import async_playwright
 
-    from bench.classroom import _walk
+    from bench.classroom import walk
     from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
     deadline = time.perf_counter() + seconds
 
     async def student(browser, i: int) -> list[dict]:
         walks = []
         while not walks or time.perf_counter() < deadline:  # one walk at least
-            walks.append(await _walk(browser, url, 0.2 * i if not walks else 0.0))
+            walks.append(await walk(browser, url, 0.2 * i if not walks else 0.0))
         return walks
 
     async with async_playwright() as pw:
@@ -55,19 +55,19 @@ async def _ordinary(url: str, n: int, seconds: float) -> list[dict]:
 
 def _hostile_round(url: str, page) -> list[str]:
     """One round of the hostile suite; what went other than planned (refusals are planned)."""
-    from tests.app.test_class_hostile import _raw_session, _send_clear_cache, _upload, _wrong_keys, _xsrf
     from tests.helpers import browser
+    from tests.helpers.hostile import raw_session, send_clear_cache, upload, wrong_keys, xsrf
     odd = []
     browser.open_page(page, url, "home")
-    _wrong_keys(page, 5)
-    ws, session = _raw_session(url)
-    _send_clear_cache(ws)
-    cookie, token = _xsrf(url)
-    codes = [_upload(url, session, 20 * 1024 * 1024, cookie, token) for _ in range(3)]
+    wrong_keys(page, 5)
+    ws, session = raw_session(url)
+    send_clear_cache(ws)
+    cookie, token = xsrf(url)
+    codes = [upload(url, session, 20 * 1024 * 1024, cookie, token) for _ in range(3)]
     if codes != [413] * 3:
         odd.append(f"uploads answered {codes}")
     ws.close()
-    big, _ = _raw_session(url, query=urllib.parse.urlencode({"sentence:en": "dog " * 1_000_000}),
+    big, _ = raw_session(url, query=urllib.parse.urlencode({"sentence:en": "dog " * 1_000_000}),
                           page="inspector", until="script_finished")
     big.close()
     page.goto(f"{url}/{browser.PAGES['prune']}?{urllib.parse.urlencode({'task': PHISH})}",
@@ -137,7 +137,7 @@ def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
 def measure(cache: Path, log_dir: Path, *, ordinary: int, hostile: int, seconds: float) -> dict:
     """One fresh class-mode server: the ordinary class for ``seconds``, with ``hostile`` hostile students and the
     teacher's unlocks beside it."""
-    from bench.classroom import _pct
+    from bench.classroom import percentile
     from bench.demo import peak_rss_mb
     from headprune_app.timing import ENV
     from tests.helpers import browser
@@ -169,7 +169,8 @@ def measure(cache: Path, log_dir: Path, *, ordinary: int, hostile: int, seconds:
     pages = [t for w in walks for name, t in w["steps"].items() if name != "slider"]
     return {"ordinary": ordinary, "hostile": hostile, "seconds": seconds, "walks": len(walks),
             "walks_failed": sum(bool(w["errors"]) for w in walks), "exceptions": sum(w["exceptions"] for w in walks),
-            "p95": _pct(pages, 95), "run_p95": _pct([r["wall"] for r in runs], 95), "rss_mb": rss, "alive": alive,
+            "p95": percentile(pages, 95), "run_p95": percentile([r["wall"] for r in runs], 95), "rss_mb": rss,
+            "alive": alive,
             "changes": {k: len(v) for k, v in changes.items()}, "warm_ok": warm.returncode == 0, **side}
 
 

@@ -13,14 +13,11 @@ by typing, and what it must not do to the rest of the class.
 
 from __future__ import annotations
 
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
-from pathlib import Path
 
-from tests.helpers import browser
+from tests.helpers import browser, hostile
 
 KEY = "the teacher's class key"
 CLASS = {"HEADPRUNE_CLASS": "1", "HEADPRUNE_TEACHER_KEY": KEY}
@@ -29,52 +26,8 @@ PHISH = "x`**Session expired: re-enter the teacher key at [the teacher page](htt
 pytestmark = browser.browser_marks()
 
 
-def _rss_mb(pid: int) -> float:
-    """Resident memory of a process, MB (Linux's /proc)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def _raw_session(url: str, *, query: str = "", page: str = "", until: str = "new_session"):
-    """A raw websocket client of the server, as a student's script would open one, asking for ``page`` with the
-    address's ``query``: (socket, its session id), once the server sent ``until`` (a ForwardMsg type)."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from websockets.sync.client import connect
-    ws = connect(url.replace("http://", "ws://") + "/_stcore/stream", subprotocols=["streamlit"], origin=url,
-                 max_size=None)
-    hello = BackMsg()
-    hello.rerun_script.query_string = query
-    hello.rerun_script.page_name = page
-    ws.send(hello.SerializeToString())
-    session, deadline = None, time.time() + 300
-    while time.time() < deadline:
-        msg = ForwardMsg()
-        msg.ParseFromString(ws.recv(timeout=300))
-        kind = msg.WhichOneof("type")
-        if kind == "new_session":
-            session = msg.new_session.initialize.session_id
-        if kind == until:
-            return ws, session
-    raise RuntimeError(f"the server never sent {until} to the raw client")
-
-
-def _send_clear_cache(ws) -> None:
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    msg = BackMsg()
-    msg.clear_cache = True
-    ws.send(msg.SerializeToString())
-    time.sleep(1.0)  # handled on the server's event loop
-
-
-def _wrong_keys(page, n: int) -> None:
-    page.get_by_text("Class mode: teacher").first.click()
-    for _ in range(n):
-        page.get_by_label("Teacher's key").fill("a guess")
-        page.get_by_role("button", name="Unlock").click()
-        browser.wait_idle(page)
 
 
 def test_a_raw_clear_cache_resets_neither_the_lockout_nor_locks_out_the_teacher(cache_copy):
@@ -87,10 +40,10 @@ def test_a_raw_clear_cache_resets_neither_the_lockout_nor_locks_out_the_teacher(
         student, teacher = (chromium.new_context(viewport={"width": 1400, "height": 1000}).new_page()
                             for _ in range(2))
         browser.open_page(student, url, "home")
-        _wrong_keys(student, 5)
+        hostile.wrong_keys(student, 5)
         assert student.get_by_text("no key is taken from here").count() >= 1
-        ws, _ = _raw_session(url)
-        _send_clear_cache(ws)
+        ws, _ = hostile.raw_session(url)
+        hostile.send_clear_cache(ws)
         ws.close()
         student.get_by_label("Teacher's key").fill(KEY)
         student.get_by_role("button", name="Unlock").click()
@@ -102,29 +55,6 @@ def test_a_raw_clear_cache_resets_neither_the_lockout_nor_locks_out_the_teacher(
         chromium.close()
 
 
-def _xsrf(url: str) -> tuple[str, str]:
-    """The XSRF cookie the server hands any visitor (its health page), as (cookie header, token header)."""
-    with urllib.request.urlopen(f"{url}/_stcore/health") as resp:
-        cookies = resp.headers.get_all("Set-Cookie") or []
-    value = next(c.split(";", 1)[0].split("=", 1)[1] for c in cookies if c.startswith("_streamlit_xsrf="))
-    return f"_streamlit_xsrf={value}", value
-
-
-def _upload(url: str, session: str, size: int, cookie: str, token: str) -> int:
-    boundary = uuid.uuid4().hex
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.bin\"\r\n"
-            f"Content-Type: application/octet-stream\r\n\r\n").encode()
-    body = head + b"\0" * size + f"\r\n--{boundary}--\r\n".encode()
-    req = urllib.request.Request(f"{url}/_stcore/upload_file/{session}/{uuid.uuid4().hex}", data=body, method="PUT",
-                                 headers={"Content-Type": f"multipart/form-data; boundary={boundary}",
-                                          "Cookie": cookie, "X-Xsrftoken": token, "Origin": url})
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return resp.status
-    except urllib.error.HTTPError as err:
-        return err.code
-    except (urllib.error.URLError, ConnectionError):  # refused while the body was still streaming
-        return 413
 
 
 def _phishing_renders_as_text(url: str) -> None:
@@ -155,21 +85,22 @@ def test_uploads_refused_a_huge_sentence_cut_and_a_phishing_link_is_text(cache_c
     on the same server (:func:`_phishing_renders_as_text`)."""
     procs = []
     with browser.streamlit_server(cache_copy, env=CLASS, on_start=procs.append) as url:
-        ws, session = _raw_session(url)
-        cookie, token = _xsrf(url)
-        assert _upload(url, session, 100_000, cookie, token) == 204
-        codes = [_upload(url, session, 20 * 1024 * 1024, cookie, token) for _ in range(20)]
+        ws, session = hostile.raw_session(url)
+        cookie, token = hostile.xsrf(url)
+        assert hostile.upload(url, session, 100_000, cookie, token) == 204
+        codes = [hostile.upload(url, session, 20 * 1024 * 1024, cookie, token) for _ in range(20)]
         assert codes == [413] * 20, codes
         # the server refuses so long an address over HTTP (and Chromium sends none past 2 MB); a raw client puts it
         # in its first message instead, asking for the inspector. Measured against a short sentence's run first
         # (which loads the model: a cost any student's first visit pays)
-        warm, _ = _raw_session(url, query="sentence:en=Anna+sees+the+dog", page="inspector", until="script_finished")
+        warm, _ = hostile.raw_session(url, query="sentence:en=Anna+sees+the+dog", page="inspector",
+                                      until="script_finished")
         warm.close()
-        before = _rss_mb(procs[0].pid)
+        before = hostile.rss_mb(procs[0].pid)
         query = urllib.parse.urlencode({"sentence:en": "dog " * 1_000_000})
-        hostile, _ = _raw_session(url, query=query, page="inspector", until="script_finished")
-        hostile.close()
-        grown = _rss_mb(procs[0].pid) - before
+        big, _ = hostile.raw_session(url, query=query, page="inspector", until="script_finished")
+        big.close()
+        grown = hostile.rss_mb(procs[0].pid) - before
         ws.close()
         _phishing_renders_as_text(url)
     assert grown < 200, f"the server grew by {grown:.0f} MB"
