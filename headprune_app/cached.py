@@ -94,34 +94,33 @@ def compute_queue() -> ComputeQueue:
         return _QUEUE[0]
 
 
-def _session_id() -> str | None:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx  # here: Streamlit's runtime, only in a session
-    ctx = get_script_run_ctx()
-    return ctx.session_id if ctx is not None else None
-
-
 def _place() -> str | None:
     try:
         cookies = st.context.cookies
     except Exception:  # no request context (a test's AppTest): the session alone
         cookies = {}
-    return place_owner(cookies, _session_id())
+    return place_owner(cookies, roles.session_id())
 
 
 @contextlib.contextmanager
-def _fair_slot(what: str):
-    """A silent place in the compute queue for short work (no waiting line shown): in class mode after the
-    teacher's work, one at a time per student, and stopped at the student cap."""
+def _slot(what: str, *, exclusive: bool = False, on_wait=None):
+    """A place in the compute queue for ``what``: in class mode a student's browser holds one place at a time,
+    after the teacher's work, its work stops at the student cap and computes evaluations only."""
     student = not roles.is_teacher()
-    with compute_queue().slot(what, priority=1 if student else 0, session=_place(), one_per_session=student), \
+    with compute_queue().slot(what, exclusive=exclusive, on_wait=on_wait, priority=1 if student else 0,
+                              session=_place(), one_per_session=student), \
             time_cap(roles.student_cap_s() if student else None), roles.student_work():
         yield
 
 
+def _fair_slot(what: str):
+    """A silent place in the compute queue for short work (no waiting line shown): :func:`_slot`."""
+    return _slot(what)
+
+
 def queued(what: str, *, exclusive: bool = False):
-    """A place in the compute queue for ``what``, telling this session its place in line while it waits. In
-    class mode a student's session holds one place at a time, after the teacher's, and its work stops at the
-    student cap (:func:`~headprune_app.roles.student_cap_s`)."""
+    """A place in the compute queue for ``what`` (:func:`_slot`), telling this session its place in line while it
+    waits, and a student the cap (:func:`~headprune_app.roles.student_cap_s`)."""
     box = st.empty()
     student = not roles.is_teacher()
     cap = roles.student_cap_s() if student else None
@@ -132,9 +131,7 @@ def queued(what: str, *, exclusive: bool = False):
 
     @contextlib.contextmanager
     def held():
-        with compute_queue().slot(what, exclusive=exclusive, on_wait=on_wait, priority=1 if student else 0,
-                                  session=_place(), one_per_session=student), time_cap(cap), \
-                roles.student_work():
+        with _slot(what, exclusive=exclusive, on_wait=on_wait):
             box.empty()
             yield
     return held()

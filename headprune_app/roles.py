@@ -246,16 +246,21 @@ def key_guard() -> KeyGuard:
     return _GUARD
 
 
-def caller() -> tuple[str, ...]:
-    """This session's identities for the key guard: its session id, and its client address where known."""
+def session_id() -> str | None:
+    """This browser session's id (None outside a script run)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx  # here: Streamlit's runtime, only in a session
     ctx = get_script_run_ctx()
-    who = [f"session:{ctx.session_id}" if ctx is not None else "session:?"]
+    return ctx.session_id if ctx is not None else None
+
+
+def caller() -> tuple[str, ...]:
+    """This session's identities for the key guard: its session id, and its client address where known."""
+    who = f"session:{session_id() or '?'}"
     try:
         address = st.context.ip_address
     except Exception:  # no request context (a test's AppTest): the session alone
         address = None
-    return (*who, f"address:{address}") if address else tuple(who)
+    return (who, f"address:{address}") if address else (who,)
 
 
 def unlock_from_link() -> None:
