@@ -22,8 +22,12 @@ from headprune_core.base.defaults import (
     UNLOCK_ENV,
 )
 
-CLASS_SETTINGS = tuple(v for name, value in CLASS_STREAMLIT.items() for v in (f"--{name}", value))
-"""Streamlit's own settings for a class, as command-line options (:data:`CLASS_STREAMLIT`)."""
+
+def class_args(uploads_mb: int = CLASS_UPLOAD_MB) -> list[str]:
+    """Streamlit's own settings for a class as command-line options (:data:`CLASS_STREAMLIT`), with the largest
+    upload taken, in MB."""
+    settings = {**CLASS_STREAMLIT, "server.maxUploadSize": str(uploads_mb)}
+    return [v for name, value in settings.items() for v in (f"--{name}", value)]
 
 
 def secrets_key(folders: list[Path]) -> str | None:
@@ -63,7 +67,7 @@ def serve_command(args, *, root: Path = SOURCE_ROOT, environ=None) -> tuple[list
         uploads = getattr(args, "uploads", None) or CLASS_UPLOAD_MB
         environ[CLASS_UPLOAD_ENV] = str(uploads)
         environ[UNLOCK_ENV] = secrets.token_urlsafe(24)
-        argv += [*CLASS_SETTINGS, "--server.maxUploadSize", str(uploads)]
+        argv += class_args(uploads)
     else:
         for name in (CLASS_ENV, UNLOCK_ENV, CLASS_UPLOAD_ENV):
             environ.pop(name, None)

@@ -70,10 +70,8 @@ def streamlit_server(cache: str | Path, *, port: int | None = None, log: Path | 
            **(env or {})}
     out = open(log, "w") if log else subprocess.DEVNULL
     # class mode with the settings `headprune serve --class` gives it (the app refuses class mode without them)
-    from headprune_core.base.defaults import CLASS_UPLOAD_MB
-    from headprune_core.cli.serve import CLASS_SETTINGS
-    extra = [*CLASS_SETTINGS, "--server.maxUploadSize", str(CLASS_UPLOAD_MB)] if env.get("HEADPRUNE_CLASS") == "1" \
-        else []
+    from headprune_core.cli.serve import class_args
+    extra = class_args() if env.get("HEADPRUNE_CLASS") == "1" else []
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.address", "localhost", "--server.headless", "true",
                              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *extra],
