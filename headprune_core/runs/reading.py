@@ -184,13 +184,8 @@ class StudyData:
                      batch_size: int = 32, half: int = 0, resample: int | None = None):
         """Batches of the ``limit`` sentences a run reads (``half`` 1 or 2: every other one of them; with a
         ``resample`` seed, :func:`resampled_rows` of them)."""
-        rows = subset_indices(self.split_size(task, lang, split), limit)
-        if resample is not None:
-            return batches(self.tokenized(task, lang, split, max_length, rows=resampled_rows(rows, half, resample))[0],
-                           batch_size=batch_size, pad_id=self.pad_id)
+        rows = scored_rows(subset_indices(self.split_size(task, lang, split), limit), half, resample)
         ds, _ = self.tokenized(task, lang, split, max_length, rows=rows)
-        if half:
-            ds = ds.select(range(half - 1, len(ds), 2))
         return batches(ds, batch_size=batch_size, pad_id=self.pad_id)
 
     @property
@@ -216,6 +211,14 @@ def subset_indices(size: int, n: int | None, *, seed: int = 0) -> list[int]:
     if n is None or n >= size:
         return list(range(size))
     return sorted(int(i) for i in np.random.default_rng(seed).permutation(size)[:n])
+
+
+def scored_rows(rows: list[int], half: int = 0, resample: int | None = None) -> list[int]:
+    """The rows a scoring reads of the ``rows`` its cap reads: all; ``half`` 1 or 2, every other one of them; with
+    a ``resample`` seed, :func:`resampled_rows` of them (the run's key fingerprints exactly these)."""
+    if resample is not None:
+        return resampled_rows(rows, half, resample)
+    return list(rows[half - 1::2]) if half else list(rows)
 
 
 def resampled_rows(rows: list[int], half: int, seed: int) -> list[int]:

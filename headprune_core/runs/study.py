@@ -52,7 +52,7 @@ from headprune_core.runs.config import (
     train_unit_names,
     train_units,
 )
-from headprune_core.runs.reading import StudyData, capped, resampled_rows, subset_indices
+from headprune_core.runs.reading import StudyData, capped, scored_rows, subset_indices
 from headprune_core.runs.retrain import assemble, refinetune_parts
 
 log = logging.getLogger(__name__)
@@ -125,8 +125,8 @@ class Study(StudyData):
         read = self._read(ft, task, lang, split, max_sentences, max_length)
         if half or resample is not None:
             rows = subset_indices(self.split_size(data_task(task), lang, split), read["max_sentences"])
-            rows = resampled_rows(rows, half, resample) if resample is not None else rows[half - 1::2]
-            read["data_fp"] = self.read_fp(data_task(task), lang, split, None, rows=tuple(rows))
+            read["data_fp"] = self.read_fp(data_task(task), lang, split, None,
+                                           rows=tuple(scored_rows(rows, half, resample)))
         return ScoreConfig(finetune=ft, task=task, lang=lang, method=method,
                            seed=seed if method == "random" else 0, half=half, resample=resample, **read)
 
