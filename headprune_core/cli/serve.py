@@ -53,6 +53,10 @@ def serve_command(args, *, root: Path = SOURCE_ROOT, environ=None) -> tuple[list
     if not is_checkout(root):
         raise ValueError(f"the dashboard's app.py is not beside the package in {root}: run 'headprune serve' from "
                          "a checkout of headprune (git clone), or 'streamlit run app.py' there")
+    class_only = [f"--{name}" for name, value in (("student-cap", args.student_cap),
+                                                   ("uploads", getattr(args, "uploads", None))) if value]
+    if class_only and not args.class_mode:
+        raise ValueError(f"{' and '.join(class_only)} apply to class mode only: add --class, or leave them out")
     argv = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port", str(args.port)]
     if args.address:
         argv += ["--server.address", args.address]

@@ -91,6 +91,9 @@ def test_serve_starts_streamlit_and_class_mode_needs_a_key(tmp_path):
     assert dict(zip(argv[5::2], argv[6::2]))["--server.maxUploadSize"] == "50"
     assert env2["HEADPRUNE_UNLOCK_TOKEN"] != token  # a new link for each start
     assert not any("only" in line for line in class_lines(_args(class_mode=True, address="0.0.0.0"), env2))
+    for option, value in (("uploads", 50), ("student_cap", 30)):  # said, never ignored, without --class
+        with pytest.raises(ValueError, match=f"--{option.replace('_', '-')} apply to class mode only"):
+            serve_command(_args(**{option: value}), root=root, environ={"HEADPRUNE_TEACHER_KEY": "k"})
     with pytest.raises(ValueError, match="not beside the package"):
         serve_command(_args(), root=tmp_path, environ={})
 
