@@ -114,7 +114,7 @@ def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
     from playwright.sync_api import sync_playwright
 
     from tests.helpers import browser
-    deadline, ok, tries = time.perf_counter() + seconds, 0, 0
+    deadline, ok, tries, why = time.perf_counter() + seconds, 0, 0, []
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_ARGS, headless=True)
         while time.perf_counter() < deadline:
@@ -125,13 +125,16 @@ def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
                 browser.open_page(page, url, "home", timeout=600_000)
                 browser.unlock(page, KEY, timeout=600_000)
                 ok += 1
-            except Exception:  # noqa: BLE001 -- a refused or timed-out unlock is what this counts
-                pass
+            except Exception as err:  # noqa: BLE001 -- a refused or timed-out unlock is what this counts
+                shown = page.locator("[data-testid='stAlertContentError']").all_inner_texts() if not page.is_closed() \
+                    else []
+                why.append(f"try {tries} at {time.perf_counter() - deadline + seconds:.0f} s: "
+                           f"{type(err).__name__}: {str(err).splitlines()[0][:160]}; errors shown: {shown[:2]}")
             finally:
                 page.context.close()
             time.sleep(max(0.0, every - (time.perf_counter() - start)))
         chromium.close()
-    out.update({"teacher_ok": ok, "teacher_tries": tries})
+    out.update({"teacher_ok": ok, "teacher_tries": tries, "teacher_failures": why})
 
 
 def measure(cache: Path, log_dir: Path, *, ordinary: int, hostile: int, seconds: float) -> dict:
@@ -202,5 +205,6 @@ def goals_and_notes(quiet: dict, loud: dict, quick: bool) -> tuple[list, list[st
              f"{loud['hostile']} hostile students loop the hostile suite ({loud.get('rounds', 0)} rounds: 5 wrong "
              "keys, a raw clear_cache, three 20 MB uploads, a 1,000,000-word sentence, a phishing link); server "
              f"peak memory {loud['rss_mb']:.0f} MiB (without them {quiet['rss_mb']:.0f} MiB). Unplanned outcomes: "
-             f"{'; '.join(sorted(set(loud.get('odd', []))))[:600] or 'none'}."]
+             f"{'; '.join(sorted(set(loud.get('odd', []))))[:600] or 'none'}. The teacher's failed unlocks: "
+             f"{'; '.join(loud.get('teacher_failures', []))[:600] or 'none'}."]
     return goals, notes

@@ -15,6 +15,7 @@ import streamlit as st
 
 from headprune_app import affinity_charts as AC
 from headprune_app import cached, captions, figures, roles
+from headprune_app.resident import resident
 from headprune_core.base.cache import cache_root
 from headprune_core.multitask.affinity import gradts_map
 from headprune_core.multitask.gradts import GradTS
@@ -72,7 +73,7 @@ def validated(res: dict | None, primary: str) -> dict | None:
     return next((v for v in (res or {}).get("result", {}).get("validation", []) if v["primary"] == primary), None)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@resident(max_entries=16)
 def _gradts(plan_json: str, root: str) -> GradTS:
     plan = GradTSPlan.from_dict(json.loads(plan_json))
     return GradTS(cached.study(plan.model), plan)

@@ -1,8 +1,9 @@
 """The app's one bridge to the core: Streamlit caches around core calls, progress bars for long work, and
 "what is missing, compute it?" panels. Pages call these and render; they never compute themselves.
 
-* ``st.cache_resource``: one :class:`~headprune_core.runs.study.Study` per (model, cache folder), shared by every
-  browser session. Its models are only ever gated inside ``head_gates`` (the core does that), never hooked here.
+* :func:`~headprune_app.resident.resident`: one :class:`~headprune_core.runs.study.Study` per (model, cache
+  folder), shared by every browser session and kept at module level (Streamlit's ``clear_cache`` cannot drop
+  it). Its models are only ever gated inside ``head_gates`` (the core does that), never hooked here.
 * ``st.cache_data``: reads of stored results, keyed by the entry's path and modification time, so a recomputed
   or deleted entry is never served stale; per-sentence inspections keyed by their inputs.
 * Model work waits its turn in one queue per server (:mod:`headprune_app.compute_queue`): short work (an
@@ -29,6 +30,7 @@ import torch
 
 from headprune_app import roles
 from headprune_app.compute_queue import AlreadyQueued, ComputeQueue, place_owner, slots_from_env, waiting_text
+from headprune_app.resident import resident
 from headprune_core.base.cache import cache_root
 from headprune_core.base.progress import TimeCapExceeded, time_cap
 from headprune_core.data import NotPrepared, UnknownName, get_task, list_tasks, load_task
@@ -57,12 +59,12 @@ Item = tuple[str, RunConfig]  # (what, config) of a result a page needs
 
 # --- resources -----------------------------------------------------------------------------------------------
 
-@st.cache_resource(show_spinner=False)
+@resident()
 def _study(model_id: str, root: str, finetuned: bool = False) -> Study:
     return Study(model_id, store=Store(Path(root) / "runs"), progress=False, finetuned=finetuned)
 
 
-@st.cache_resource(show_spinner=False)
+@resident()
 def _sourced(model_id: str, root: str, finetuned: bool, sources_json: str) -> Study:
     return _study(model_id, root, finetuned).with_sources(json.loads(sources_json))
 

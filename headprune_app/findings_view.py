@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from headprune_app import cached, captions, exports, figures, roles
+from headprune_app.resident import resident
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
     MISSING,
@@ -62,7 +63,7 @@ class _Shared:
         self.cards: dict[tuple, tuple[tuple, list[Card], list[dict]]] = {}
 
 
-@st.cache_resource(show_spinner=False)
+@resident()
 def _shared() -> _Shared:
     return _Shared()
 

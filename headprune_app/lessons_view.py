@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from headprune_app import cached, figures, findings_view, links, roles
+from headprune_app.resident import resident
 from headprune_core.base.text import md_text
 from headprune_core.plans import lessons as L
 from headprune_core.plans.lessons import Lesson, available
@@ -40,7 +41,7 @@ def _signature() -> tuple:
     return tuple(out)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@resident(max_entries=4)
 def _read(signature: tuple) -> tuple[dict[str, Lesson], list[str]]:  # noqa: ARG001 -- the cache's key
     return available()  # lessons are frozen: shared by every session, never changed in place
 

@@ -215,7 +215,8 @@ def _unlock(at, key: str) -> None:
 def test_one_students_wrong_keys_never_lock_the_teacher_out(cache_copy, monkeypatch, class_mode):
     """Five wrong keys in one session (a student's) lock that session, not the server: the teacher's correct key
     in another session unlocks at once, and Streamlit's clear_cache (which a raw client can send) resets neither the
-    student's lockout nor the queue (fails on the guard of issue 43: server-wide and in st.cache_resource)."""
+    student's lockout nor the queue nor the shared Study (fails on the guard of issue 43: server-wide and in
+    st.cache_resource; the Study's last part fails while it was in st.cache_resource)."""
     import streamlit as st
 
     from headprune_app import cached, roles
@@ -227,9 +228,12 @@ def test_one_students_wrong_keys_never_lock_the_teacher_out(cache_copy, monkeypa
         _unlock(student, "guess")
     assert any("no key is taken from here" in e.value for e in student.error)
     queue = cached.compute_queue()
+    shared = cached.study(student.session_state["selection"].model)  # every session's Study of the model
     st.cache_resource.clear()  # what the server does on a clear_cache message, for every user
     st.cache_data.clear()
     assert roles.key_guard() is roles._GUARD and cached.compute_queue() is queue
+    # nor the shared Study: a rebuilt one loads the model again beside the old (9 GB in 3 minutes, issue 43)
+    assert cached.study(student.session_state["selection"].model) is shared
     _unlock(student, KEY)  # still locked, even with the right key
     assert student.session_state["_teacher"] is not True if "_teacher" in student.session_state else True
     assert any("no key is taken from here" in e.value for e in student.error)
