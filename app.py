@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached, figures, lessons_view, links, roles, timing
+from headprune_app import cached, figures, follow, lessons_view, links, roles, timing
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
 from headprune_core.data.refs import names_task
@@ -46,7 +46,7 @@ def _model_name(model_id: str) -> str:
     return Path(model_id).name if "/" in model_id else model_id
 
 
-def sidebar() -> S.Selection:
+def sidebar(follow_in_bar: bool = False) -> S.Selection:
     """The shared choices; widget keys carry their context so stale values never meet new options."""
     root = str(cache_root())
     plans, problems = available_plans()
@@ -116,7 +116,7 @@ def sidebar() -> S.Selection:
         minmax = st.checkbox("Scale to [0, 1] (min-max)", value=S.DEFAULT_MINMAX, key="minmax",
                              bind="query-params")
         figures.presentation_toggle()
-        lessons_view.picker()
+        lessons_view.picker(follow_in_bar)
         roles.teacher_panel()
         st.caption(f"Cache: `{root}`")
     return S.Selection(plan=plan, model=model, task=task, setting=setting, source=source, langs=tuple(langs),
@@ -129,15 +129,13 @@ with timing.script_run() as run:  # HEADPRUNE_PAGE_LOG: each run's page and seco
     roles.class_settings_or_stop()  # class mode only as `headprune serve --class` starts it
     roles.unlock_from_link()  # before the link's values are read: the token leaves the address
     links.remember()
-    lesson = lessons_view.follow(nav.url_path or "home")  # a lesson's step on another page: switch there
-    top = st.container()  # the link's notes, the copy-link button and leaving presentation mode
-    figures.leave_presentation(top)  # before the sidebar's toggle: leaving sets its state
-    if lesson is not None:
-        lessons_view.bar(top, *lesson)
-    st.session_state["selection"] = sidebar()
+    lesson = lessons_view.route(nav.url_path or "home")  # a lesson's step on another page: switch there
+    top = st.container()  # the lesson's bar (or presentation's line) with its menu, and the link's notes
+    menu = lessons_view.top_row(top, lesson)  # before the sidebar's toggle: leaving presentation sets its state
+    st.session_state["selection"] = sidebar(lesson is not None and not follow.presenter())
     try:
         with roles.reading_only():  # a student's page computes nothing outside the queue
             nav.run()
     finally:  # also after a page's st.stop(): the link as the page left it
-        links.top(top)
-        lessons_view.adder(top, nav.url_path or "home", nav.title)
+        links.top(top, menu)
+        lessons_view.adder(top, nav.url_path or "home", nav.title, menu)

@@ -109,12 +109,24 @@ def _hostile(url: str, n: int, seconds: float, out: dict) -> None:
     out.update({"rounds": sum(rounds), "odd": odd})
 
 
+def _shown(page) -> str:
+    """What a page shows when an unlock failed: its error boxes, the connection's state and the sidebar's text
+    (the key is never in it: a password field)."""
+    try:
+        errors = page.locator("[data-testid='stAlertContentError']").all_inner_texts()
+        status = page.locator("[data-testid='stStatusWidget']").all_inner_texts()
+        side = page.locator("[data-testid='stSidebar']").first.inner_text(timeout=5_000)[-300:]
+        return f"errors {errors[:2]}, status {status[:1]}, sidebar ...{side!r}"
+    except Exception as err:  # noqa: BLE001 -- the page itself may be gone
+        return f"(unreadable: {type(err).__name__})"
+
+
 def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
     """A fresh teacher's session unlocking with the key every ``every`` seconds: (successes, tries)."""
     from playwright.sync_api import sync_playwright
 
     from tests.helpers import browser
-    deadline, ok, tries, why = time.perf_counter() + seconds, 0, 0, []
+    deadline, ok, tries, why, took = time.perf_counter() + seconds, 0, 0, [], []
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_ARGS, headless=True)
         while time.perf_counter() < deadline:
@@ -125,16 +137,16 @@ def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
                 browser.open_page(page, url, "home", timeout=600_000)
                 browser.unlock(page, KEY, timeout=600_000)
                 ok += 1
+                took.append(round(time.perf_counter() - start, 1))
             except Exception as err:  # noqa: BLE001 -- a refused or timed-out unlock is what this counts
-                shown = page.locator("[data-testid='stAlertContentError']").all_inner_texts() if not page.is_closed() \
-                    else []
-                why.append(f"try {tries} at {time.perf_counter() - deadline + seconds:.0f} s: "
-                           f"{type(err).__name__}: {str(err).splitlines()[0][:160]}; errors shown: {shown[:2]}")
+                why.append(f"try {tries} (started at {start - deadline + seconds:.0f} s, failed after "
+                           f"{time.perf_counter() - start:.0f} s): {type(err).__name__}: "
+                           f"{str(err).splitlines()[0][:160]}; the page showed: {_shown(page)}")
             finally:
                 page.context.close()
             time.sleep(max(0.0, every - (time.perf_counter() - start)))
         chromium.close()
-    out.update({"teacher_ok": ok, "teacher_tries": tries, "teacher_failures": why})
+    out.update({"teacher_ok": ok, "teacher_tries": tries, "teacher_failures": why, "teacher_seconds": took})
 
 
 def measure(cache: Path, log_dir: Path, *, ordinary: int, hostile: int, seconds: float) -> dict:
@@ -206,5 +218,6 @@ def goals_and_notes(quiet: dict, loud: dict, quick: bool) -> tuple[list, list[st
              "keys, a raw clear_cache, three 20 MB uploads, a 1,000,000-word sentence, a phishing link); server "
              f"peak memory {loud['rss_mb']:.0f} MiB (without them {quiet['rss_mb']:.0f} MiB). Unplanned outcomes: "
              f"{'; '.join(sorted(set(loud.get('odd', []))))[:600] or 'none'}. The teacher's failed unlocks: "
-             f"{'; '.join(loud.get('teacher_failures', []))[:600] or 'none'}."]
+             f"{'; '.join(loud.get('teacher_failures', []))[:900] or 'none'}; the successful ones took "
+             f"{loud.get('teacher_seconds')} s (without the hostile ones {quiet.get('teacher_seconds')} s)."]
     return goals, notes

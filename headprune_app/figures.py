@@ -93,11 +93,23 @@ def focused() -> bool:
     return presenting() or bool(st.query_params.get("lesson"))
 
 
-def about():
-    """Where a view's prose goes (the model caveat, language notes, what the view shows): as it is, or, in
-    presentation mode and in a lesson step, folded into a collapsed "About this view" so that the main figure
-    comes right under the title (and the step's notes) on a projector."""
-    return st.expander("About this view", icon=":material/info:") if focused() else st.container()
+def heading(title: str):
+    """The page's title, and where its prose goes (the model caveat, language notes, what the view shows): under
+    the title as it is, or, in presentation mode and in a lesson step, in the popover of an "About this view"
+    button on the title's line, so the view's figure starts on a projector's first screen. A page may write more
+    into it later (:func:`aside`)."""
+    if not focused():
+        st.title(title)
+        return st.container()
+    row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    row.title(title, width="content")
+    return row.popover("About this view", icon=":material/info:")
+
+
+def aside(about_box):
+    """Where prose that sits between a view's controls and its figure goes: here, as it is, or (focused) into the
+    page's "About this view" drawn earlier, so the figure keeps the first screen."""
+    return about_box if focused() else st.container()
 
 
 def show(fig: go.Figure, *, name: str, title: str, caption: str = "", key: str, show_caption: bool = True,
@@ -134,6 +146,30 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 h1 { font-size: 2.6rem !important; }
 </style>
 """
+
+
+FOCUS_CSS = """
+<style>
+[data-testid="stMainBlockContainer"] { padding-top: 4rem; }
+</style>
+"""
+MENU_KEY = "present_menu"  # presenting without a lesson: the menu's container, kept out of the page's flow
+PRESENT_FOCUS_CSS = """
+<style>
+[data-testid="stAppHeader"] { display: none; }
+[data-testid="stMainBlockContainer"] { padding-top: 1rem; }
+h1 { font-size: 2.2rem !important; padding-top: 0.25rem !important; }
+h3 { font-size: 1.5rem !important; padding: 0.25rem 0 0.25rem !important; }
+[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.75rem; }
+.st-key-present_menu { position: fixed; top: 0.5rem; right: 1rem; z-index: 999990; width: auto !important; }
+</style>
+"""
+
+
+def focus_css() -> None:
+    """A lesson step or presentation mode: the page starts right under the top (Streamlit's header, with its
+    menu, is hidden while presenting; the sidebar too), so the step's line and the view's figure come first."""
+    st.html(PRESENT_FOCUS_CSS if presenting() else FOCUS_CSS)
 
 
 def leave_presentation(where) -> None:

@@ -1,5 +1,9 @@
-"""Presenting a lesson (:mod:`headprune_core.plans.lessons`): a bar at the top of the page with "step K of N",
-the step's notes, and Back / Next; each step switches to its page with its choices applied.
+"""Presenting a lesson (:mod:`headprune_core.plans.lessons`): one line at the top of the page with the lesson,
+"step K of N", the step's title, Back / Next, the step's notes (a popover), Follow and a menu (the link, "Add to
+a lesson"), so the step's figure starts on a projector's first screen; each step switches to its page with its
+choices applied (:func:`apply_step`). ``?presenter=true`` is the teacher's screen: the notes in full, the next
+step's title and the projector's link above the view; the projector's window follows the teacher's step
+(:mod:`headprune_app.follow`), as students' windows do in class mode.
 
 A lesson opens from the sidebar or from a link (``?lesson=NAME&step=K``, with the step's choices: Copy link gives
 it, so a student who falls behind rejoins). A step whose view this server cannot show says why; the others work.
@@ -8,9 +12,11 @@ Notes are Markdown shown with Streamlit's Markdown (HTML in them is shown as tex
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import streamlit as st
 
-from headprune_app import cached, figures, findings_view, links, roles
+from headprune_app import cached, figures, findings_view, follow, links, roles
 from headprune_app.resident import resident
 from headprune_core.base.text import md_text
 from headprune_core.plans import lessons as L
@@ -64,11 +70,14 @@ def current() -> tuple[Lesson, int] | None:
     return lesson, min(max(k, 1), len(lesson.steps))
 
 
-def go(lesson: Lesson, k: int) -> None:
+def apply_step(lesson: Lesson, k: int, *, how: str) -> None:
     """Switch to step ``k``: its page, with its choices in the URL (the page's own choices of this session that
-    the step names are dropped first, so the link's values apply)."""
+    the step names are dropped first, so the link's values apply). ``how`` it was asked for: ``hand`` (Back,
+    Next, Start: a teacher's moves the class), ``link`` or ``follow`` (the teacher's step, applied here)."""
     step = lesson.steps[k - 1]
     st.session_state[AT] = (lesson.name, k)
+    if how == "hand":
+        follow.arrived(lesson.name, k, by_hand=True)
     params: dict[str, list[str]] = {}
     chosen = list(step.params)
     if lesson.plan and "plan" not in dict(chosen) and plan_problem(lesson) is None:
@@ -82,8 +91,10 @@ def go(lesson: Lesson, k: int) -> None:
         if key in st.session_state and not key.startswith("_"):
             del st.session_state[key]
     params.update({"lesson": [lesson.name], "step": [str(k)]})
-    if figures.presenting():
-        params["present"] = ["true"]
+    display = {figures.PRESENT_KEY: ["true"]} if figures.presenting() else {}
+    for key, values in {**display, **follow.carried()}.items():
+        if not _bound_here(key):  # a bound toggle keeps its state and writes it back into the URL itself
+            params[key] = values
     page = PAGE_FILES["home" if step.problem else step.page]
     st.switch_page(page, query_params={key: values if len(values) > 1 else values[0]
                                        for key, values in params.items()})
@@ -130,15 +141,23 @@ def start(lesson: Lesson, k: int) -> None:
     st.rerun()
 
 
-def follow(page_name: str) -> tuple[Lesson, int] | None:
-    """At the start of a run: a step asked for by :func:`start`, or the lesson step the URL names; when the
-    session arrives at a new step (a link, or Back / Next) on another page than the step's, or by a link without
-    the step's choices, switch there with them."""
+def route(page_name: str) -> tuple[Lesson, int] | None:
+    """At the start of a run, before any widget: the lesson step this run shows. A step asked for by
+    :func:`start`, the teacher's new step for a window that follows it, or the step the URL names; when the
+    session arrives at a new step on another page than the step's, or by a link without the step's choices,
+    switch there with them (:func:`apply_step`)."""
+    follow.leave_if_asked()
     pending = st.session_state.pop(PENDING, None)
     if pending is not None:
         found, _ = lessons()
         if pending[0] in found:
-            go(found[pending[0]], pending[1])
+            apply_step(found[pending[0]], pending[1], how="hand")
+    due = follow.due()
+    if due is not None:
+        follow.applied(due)
+        found, _ = lessons()
+        if due.lesson in found and current_names() != (due.lesson, due.step):
+            apply_step(found[due.lesson], min(due.step, len(found[due.lesson].steps)), how="follow")
     at = current()
     if at is None:
         st.session_state.pop(AT, None)
@@ -147,43 +166,133 @@ def follow(page_name: str) -> tuple[Lesson, int] | None:
     if st.session_state.get(AT) != (lesson.name, k):
         step = lesson.steps[k - 1]
         st.session_state[AT] = (lesson.name, k)
+        follow.arrived(lesson.name, k, by_hand=False)
         # a link on another page, or one that lacks some of the step's choices (typed by hand): apply the step
         lacking = [key for key, _ in step.params if key not in st.query_params]
         if not step.problem and (step.page != page_name or lacking or (lesson.plan and "plan" not in st.query_params)):
-            go(lesson, k)
+            apply_step(lesson, k, how="link")
     return at
 
 
-def bar(where, lesson: Lesson, k: int) -> None:
-    """In ``where`` (the top of the page): the lesson's title, step K of N, the step's notes, Back / Next."""
+def current_names() -> tuple[str, int] | None:
+    """The (lesson, step) the URL names, as written (no lesson file read)."""
+    try:
+        return st.query_params.get("lesson", ""), int(st.query_params.get("step", "1"))
+    except ValueError:
+        return None
+
+
+def top_row(where, at: tuple[Lesson, int] | None):
+    """The first line of a focused page (a lesson step, or presentation mode), in ``where``: the lesson's step bar
+    (or the presenter view's notes), and a menu for the link, "Add to a lesson" and leaving presentation mode,
+    which it returns. None (nothing drawn) on an ordinary page, where those stay as they are."""
+    if at is None and not figures.presenting():
+        follow.watch(where)
+        return None
+    figures.focus_css()
+    if at is None:  # presenting, no lesson: the menu alone, at the window's top right corner (figures.MENU_KEY)
+        row = where.container(key=figures.MENU_KEY)
+        menu = row.popover("", icon=":material/more_vert:", help="This view's link, and leaving presentation mode")
+    elif follow.presenter():
+        menu = _presenter(where, *at)
+    else:
+        menu = bar(where, *at)
+    follow.watch(where)
+    with menu:
+        figures.leave_presentation(st)
+    return menu
+
+
+def bar(where, lesson: Lesson, k: int):
+    """In ``where`` (the top of the page): one line with the lesson, step K of N and its title, Back / Next, the
+    step's notes (a popover), Follow, and the menu (returned)."""
+    step = lesson.steps[k - 1]
+    n = len(lesson.steps)
+    row = where.container(border=True, horizontal=True, vertical_alignment="center", gap="small", wrap=False)
+    row.markdown(f":material/school: :small[{lesson.title}: step {k} of {n}:] **{step.title}**", width="stretch")
+    _back_next(row, lesson, k)
+    with row.popover("", icon=":material/sticky_note_2:", help="The teacher's notes for this step"):
+        _notes(lesson, k)
+    if roles.class_mode() or follow.following():
+        follow.toggle(row)
+    menu = row.popover("", icon=":material/more_vert:", help="This view's link, adding it to a lesson, leaving "
+                                                             "presentation mode, ending the lesson")
+    with where:
+        _problems(lesson, k)
+    with menu:
+        _end_button()
+    return menu
+
+
+def _back_next(row, lesson: Lesson, k: int) -> None:
+    n = len(lesson.steps)
+    if row.button("Back", icon=":material/arrow_back:", disabled=k == 1, key="lesson_back"):
+        apply_step(lesson, k - 1, how="hand")
+    if row.button("Next", icon=":material/arrow_forward:", disabled=k == n, key="lesson_next"):
+        apply_step(lesson, k + 1, how="hand")
+
+
+def _notes(lesson: Lesson, k: int) -> None:
+    step = lesson.steps[k - 1]
+    shown = st.session_state.get("plan")
+    if lesson.plan and shown and shown != lesson.plan and "plan" not in dict(step.params):
+        why = plan_problem(lesson) or "the sidebar shows another plan"
+        st.caption(f":orange[This lesson is written for plan **{lesson.plan}**, but {why}: showing plan "
+                   f"**{shown}**.]")
+    st.markdown(findings_view.quoted(step.notes, lesson.plan or "demo") if step.notes else "*No notes.*")
+
+
+def _problems(lesson: Lesson, k: int) -> None:
+    step = lesson.steps[k - 1]
+    if step.problem:
+        st.warning(f"Lesson {lesson.name}, step {k}: this view cannot be shown here: {step.problem}.")
+
+
+def _end_button() -> None:
+    if st.button("End the lesson", icon=":material/stop_circle:", key="lesson_end"):
+        st.session_state.pop(AT, None)
+        for key in PARAMS:
+            if key in st.query_params:
+                del st.query_params[key]
+        st.rerun()
+
+
+def _presenter(where, lesson: Lesson, k: int):
+    """The presenter view's top (``?presenter=true``): the step's notes in full, the next step's title, Back /
+    Next (which move the projected window too: it follows the teacher's step), and the projector's link; the
+    step's view follows below. Returns the menu."""
     step = lesson.steps[k - 1]
     n = len(lesson.steps)
     with where.container(border=True):
-        st.markdown(f":material/school: **{lesson.title}**: step {k} of {n}: **{step.title}**")
-        if step.problem:
-            st.warning(f"Lesson {lesson.name}, step {k}: this view cannot be shown here: {step.problem}.")
-        shown = st.session_state.get("plan")
-        if lesson.plan and shown and shown != lesson.plan and "plan" not in dict(step.params):
-            why = plan_problem(lesson) or "the sidebar shows another plan"
-            st.caption(f":orange[This lesson is written for plan **{lesson.plan}**, but {why}: showing plan "
-                       f"**{shown}**.]")
-        if step.notes:
-            st.markdown(findings_view.quoted(step.notes, lesson.plan or "demo"))
-        back, nxt, end = st.columns([1, 1, 4])
-        if back.button("Back", icon=":material/arrow_back:", disabled=k == 1, key="lesson_back"):
-            go(lesson, k - 1)
-        if nxt.button("Next", icon=":material/arrow_forward:", disabled=k == n, key="lesson_next"):
-            go(lesson, k + 1)
-        if end.button("End the lesson", key="lesson_end"):
-            st.session_state.pop(AT, None)
-            for key in PARAMS:
-                if key in st.query_params:
-                    del st.query_params[key]
-            st.rerun()
+        row = st.container(horizontal=True, vertical_alignment="center", gap="small")
+        row.markdown(f":material/co_present: Presenter view · :material/school: **{lesson.title}**: step {k} of "
+                     f"{n}: **{step.title}**", width="stretch")
+        _back_next(row, lesson, k)
+        menu = row.popover("", icon=":material/more_vert:", help="This view's link, ending the lesson")
+        notes, side = st.columns([3, 1])
+        with notes:
+            _notes(lesson, k)
+        with side:
+            st.markdown(f"**Next:** {lesson.steps[k].title}" if k < n else "**Last step.**")
+            st.caption("The projector's window: open this link there (it follows this view's Back and Next).")
+            st.code(projector_link(lesson, k), language=None, wrap_lines=True)
+        _problems(lesson, k)
+    with menu:
+        _end_button()
+    return menu
 
 
-def picker() -> None:
-    """In the sidebar: open a lesson at its first step (and a line for each lesson file that cannot be read)."""
+def projector_link(lesson: Lesson, k: int) -> str:
+    """The address of the projected window of a presenter view: the step in presentation mode, following."""
+    base = (st.context.url or "").split("?")[0]  # this page: the step's
+    return f"{base}?" + urlencode({"lesson": lesson.name, "step": k, "present": "true", follow.FOLLOW: "true"})
+
+
+def picker(in_bar: bool) -> None:
+    """In the sidebar: Follow (in class mode, or while following, unless the lesson's bar shows it: ``in_bar``);
+    open a lesson at its first step (and a line for each lesson file that cannot be read)."""
+    if not in_bar and (roles.class_mode() or follow.following()):
+        follow.toggle(st)
     found, problems = lessons()
     if not found and not problems:
         return
@@ -199,12 +308,15 @@ def picker() -> None:
 NEW = "\u2795 a new lesson"
 
 
-def adder(where, page: str, page_title: str) -> None:
-    """In ``where`` (the top of the page): "Add to a lesson", which appends this view (its page and the choices
-    its link carries) as a step, with notes typed there, to a new or existing lesson. The owner's only."""
+def adder(where, page: str, page_title: str, menu=None) -> None:
+    """In ``where`` (the top of the page), or in the focused page's ``menu``: "Add to a lesson", which appends
+    this view (its page and the choices its link carries) as a step, with notes typed there, to a new or existing
+    lesson. The owner's only."""
     if not roles.is_teacher():
         return
-    with where.popover("Add to a lesson", icon=":material/playlist_add:"):
+    if menu is not None:
+        menu.markdown(":material/playlist_add: **Add to a lesson**")
+    with menu if menu is not None else where.popover("Add to a lesson", icon=":material/playlist_add:"):
         found, _ = lessons()
         pick = st.selectbox("Lesson", [NEW, *found], key="lesson_add_to",
                             format_func=lambda n: n if n == NEW else f"{found[n].title} ({len(found[n].steps)} steps)")
@@ -238,7 +350,7 @@ def _add(name: str, view: str, step_title: str, notes: str, *, new: bool, title:
 def step_row(lesson: Lesson, k: int, *, editable: bool) -> None:
     """One step on the Lessons page: its title and view, Open, and (for the owner) up, down and delete."""
     step = lesson.steps[k - 1]
-    with st.container(border=True):
+    with st.container(border=True, key=f"lesson_step_{k}"):
         text, *buttons = st.columns([8, 1, 1, 1, 1], vertical_alignment="center")
         view = step.page + (f"?{step.query()}" if step.params else "")
         text.markdown(f"**{k}. {step.title}** · `{view}`")

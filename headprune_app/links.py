@@ -192,9 +192,10 @@ def link() -> str:
     return f"{base}?{query()}" if query() else base or "?"
 
 
-def top(where) -> None:
+def top(where, menu=None) -> None:
     """In ``where`` (a container at the top of the page): the notes about the link the session was opened with,
-    and a button that shows this view's link with a copy icon."""
+    and a button that shows this view's link with a copy icon (or, given a ``menu``, the link in it: a focused
+    page keeps its first screen for the figure)."""
     notes = check()
     with where:
         for note in notes:
@@ -202,7 +203,7 @@ def top(where) -> None:
         if notes and st.button("Dismiss", key="dismiss_link_notes"):
             st.session_state[NOTES] = []
             st.rerun()
-        with st.popover("Copy link", icon=":material/link:"):
+        with menu if menu is not None else st.popover("Copy link", icon=":material/link:"):
             st.caption("This view's link: it reopens the same page with the same choices (copy it with the "
                        "icon at the right).")
             st.code(link(), language=None, wrap_lines=True)

@@ -44,11 +44,14 @@ def top_sets(shared: dict, *, what: str, top_p: int) -> None:
     count = shared["count"]
     n_maps, n_heads = len(shared["names"]), int(count.size)
     k = top_set_size(n_heads, top_p)
-    m1, m2, m3 = st.columns(3)
+    numbers, charts_row = st.container(), st.container()
+    if figures.focused():  # on a projector the map first, the numbers under it
+        numbers, charts_row = charts_row, numbers
+    m1, m2, m3 = numbers.columns(3)
     m1.metric(f"heads in every top set ({n_maps} {what})", int((count == n_maps).sum()))
     m2.metric("heads in no top set", int((count == 0).sum()), help=f"of {n_heads}")
     m3.metric("top set size", f"{k} head{'s' if k != 1 else ''}", help=f"{top_p}% of {n_heads}")
-    left, right = st.columns([3, 2])
+    left, right = charts_row.columns([3, 2])
     with left:
         st.subheader(f"How many {what} claim each head")
         figures.show(AC.count_heatmap(count, AC.owners_of(shared["heads"]), n_maps=n_maps), key="count_map",

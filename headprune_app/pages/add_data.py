@@ -5,16 +5,17 @@ import pandas as pd
 import streamlit as st
 
 from headprune_app import add_data_view as V
-from headprune_app import cached, captions, roles
+from headprune_app import cached, captions, figures, roles
 from headprune_core.data.formats import FORMATS
 from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
 
-st.title("Add data")
-st.markdown(captions.ADD_DATA)
-st.caption(f"{cached.model_caption(sel.model)} (its tokenizer is used for the alignment statistics and the "
-           "heatmap below)")
+about = figures.heading("Add data")
+with about:
+    st.markdown(captions.ADD_DATA)
+    st.caption(f"{cached.model_caption(sel.model)} (its tokenizer is used for the alignment statistics and the "
+               "heatmap below)")
 
 upload_tab, hub_tab, mine_tab = st.tabs(["Upload files", "From the Hugging Face Hub", "Registered corpora"])
 

@@ -6,21 +6,27 @@ from headprune_app import cached, captions, figures, findings_view
 from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
-st.title("Findings")
-with figures.about():
+about = figures.heading("Findings")
+with about:
     st.markdown(captions.FINDINGS)
 if not cached.model_info(sel.model)["ready"] or not sel.langs:
     st.warning(captions.findings_unprepared(sel.model, sel.task))
     cached.offer_prepare()
     st.stop()
 f = cached.guarded(findings_view.findings, sel, what="Cannot set up the findings")
-st.markdown(f"{cached.model_caption(f.plan.model)}  \n**Plan:** {f.plan.name}: {f.plan.description}")
-if f.plan.model != sel.model:
-    st.caption(f"The findings run on {f.plan.model}, the plan's model.")
-findings_view.offer(f)
+with about:
+    st.markdown(f"{cached.model_caption(f.plan.model)}  \n**Plan:** {f.plan.name}: {f.plan.description}")
+    if f.plan.model != sel.model:
+        st.caption(f"The findings run on {f.plan.model}, the plan's model.")
 cards = cached.guarded(findings_view.cards, f, what="Cannot read the findings")
-findings_view.overview(cards)
-findings_view.summary(cards)
+if figures.focused():  # on a projector the page's picture (or its table) comes first, what is missing after
+    findings_view.overview(cards)
+    findings_view.summary(cards)
+    findings_view.offer(f)
+else:
+    findings_view.offer(f)
+    findings_view.overview(cards)
+    findings_view.summary(cards)
 findings_view.staged_caption()
 findings_view.report_buttons(f, cards)
 for card in cards:

@@ -2,17 +2,18 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, roles
+from headprune_app import cached, captions, charts, figures, roles
 from headprune_core.plans import selection as S
 from headprune_core.plans.progress import running_sweeps
 
 sel: S.Selection = cached.selection()
 
-st.title("headprune")
-st.markdown(captions.OVERVIEW)
-st.markdown(cached.model_caption(sel.model))
-for note in S.language_notes(sel.task, sel.langs):
-    st.caption(note)
+about = figures.heading("headprune")
+with about:
+    st.markdown(captions.OVERVIEW)
+    st.markdown(cached.model_caption(sel.model))
+    for note in S.language_notes(sel.task, sel.langs):
+        st.caption(note)
 
 
 @st.fragment(run_every=5 if running_sweeps() else None)
@@ -34,15 +35,18 @@ study = cached.study_for(sel)
 cached.need_languages(sel)
 
 st.subheader("What is computed for these choices")
-st.caption(captions.overview_status(sel.plan.name, S.task_label(sel.task), sel.setting, sel.train_langs(),
-                                   sel.langs, sel.method))
+figures.aside(about).caption(captions.overview_status(sel.plan.name, S.task_label(sel.task), sel.setting,
+                                                    sel.train_langs(), sel.langs, sel.method))
 rows = cached.guarded(cached.plan_status, study, sel.study_plan(), what="Cannot list the study's results")
 done = sum(r["status"] == "ok" for r in rows)
-c1, c2, c3 = st.columns(3)
+counts, table = st.container(), st.container()
+if figures.focused():  # on a projector the table first
+    counts, table = table, counts
+table.dataframe(charts.status_matrix(rows), hide_index=True)
+c1, c2, c3 = counts.columns(3)
 c1.metric("results cached", f"{done} of {len(rows)}")
 c2.metric("missing", sum(r["status"] == "missing" for r in rows))
 c3.metric("corrupt", sum(r["status"] == "corrupt" for r in rows))
-st.dataframe(charts.status_matrix(rows), hide_index=True)
 with st.expander("Every result of the plan"):
     st.dataframe(charts.plan_table(rows), hide_index=True)
 todo = [r for r in rows if r["status"] != "ok"]

@@ -9,8 +9,8 @@ from headprune_core.plans import selection as S
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
 
-st.title("Head importance")
-with figures.about():
+about = figures.heading("Head importance")
+with about:
     st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** "
                 f"{sel.method} · **normalisation:** {sel.normalize}{' + min-max' if sel.minmax else ''}")
     for note in S.language_notes(sel.task, sel.langs):

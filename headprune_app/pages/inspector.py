@@ -9,8 +9,8 @@ from headprune_core.plans import selection as S
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
 
-st.title("Head inspector")
-with figures.about():
+about = figures.heading("Head inspector")
+with about:
     st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · fine-tuned on "
                 f"{'+'.join(sel.train_langs())}")
     st.caption(captions.INSPECTOR)
@@ -20,11 +20,12 @@ if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(s
     st.stop()
 
 current = state.current_mask(ft.key(), sel.task)
-if current:
-    st.info(f"Current mask (from Prune & evaluate): **{current.label}**.")
-else:
-    st.info(captions.NO_MASK)
-    st.page_link("headprune_app/pages/prune.py", label="Go to Prune & evaluate", icon=":material/content_cut:")
+with figures.aside(about):
+    if current:
+        st.info(f"Current mask (from Prune & evaluate): **{current.label}**.")
+    else:
+        st.info(captions.NO_MASK)
+        st.page_link("headprune_app/pages/prune.py", label="Go to Prune & evaluate", icon=":material/content_cut:")
 mask = current.mask() if current else None
 
 examples = cached.sample_sentences(sel.task, sel.lang, cached.root())

@@ -2,12 +2,14 @@
 
 import streamlit as st
 
-from headprune_app import lessons_view, roles
+from headprune_app import captions, figures, lessons_view, roles
 from headprune_core.plans import lessons as L
 
-st.title("Lessons")
-st.caption("A lesson walks a class through the dashboard's live views, step by step, with the teacher's notes. "
-           "Add a step from any page with **Add to a lesson** at the top; present one from the sidebar or here.")
+about = figures.heading("Lessons")
+with about:
+    st.caption("A lesson walks a class through the dashboard's live views, step by step, with the teacher's notes. "
+               "Add a step from any page with **Add to a lesson** at the top; present one from the sidebar or here.")
+    st.markdown(captions.TWO_SCREENS)
 found, problems = lessons_view.lessons()
 for problem in problems:
     st.warning(problem, icon=":material/school:")
@@ -19,11 +21,12 @@ if done := st.session_state.pop("_lesson_done", None):
 name = st.selectbox("Lesson", list(found), format_func=lambda n: f"{found[n].title} ({n})", key="lessons_pick")
 lesson = found[name]
 shipped = L.is_preset(lesson)
-st.caption(f"{len(lesson.steps)} steps · plan **{lesson.plan or 'any'}** · "
-           + ("shipped with headprune: a change is saved as your copy in the cache" if shipped
-              else f"file `{lesson.source}`"))
-if lesson.description:
-    st.markdown(lesson.description)
+with figures.aside(about):
+    st.caption(f"{len(lesson.steps)} steps · plan **{lesson.plan or 'any'}** · "
+               + ("shipped with headprune: a change is saved as your copy in the cache" if shipped
+                  else f"file `{lesson.source}`"))
+    if lesson.description:
+        st.markdown(lesson.description)
 start, download, _ = st.columns([1, 1, 3])
 if start.button("Present it", type="primary", icon=":material/school:", key="lesson_present"):
     lessons_view.start(lesson, 1)

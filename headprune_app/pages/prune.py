@@ -10,8 +10,8 @@ from headprune_core.plans import selection as S
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
 
-st.title("Prune & evaluate")
-with figures.about():
+about = figures.heading("Prune & evaluate")
+with about:
     st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **evaluated on** "
                 f"{S.lang_label(sel.lang)} · fine-tuned on {'+'.join(sel.train_langs())}")
     for note in S.language_notes(sel.task, [sel.lang]):
@@ -39,12 +39,17 @@ state.remember_mask(state.MaskChoice.from_mask(mask, finetune_key=ft.key(), task
 base = cached.evaluation(study, base_cfg)
 now = cached.evaluation(study, S.eval_config(study, sel, sel.lang, mask))
 change = V.change(base, now)
-V.metrics(sel, k, mask.size, base, now, change)
-st.caption(f"Mask: {label}. This mask: {describe_ci(now, digits=2)}; change vs unpruned {describe_diff(change)}.")
-if strategy == "learned":
-    V.learned_model_panel(study, sel, ft, params, learned, base)
+numbers, charts_row = st.container(), st.container()
+if figures.focused():  # on a projector the mask and the curves first, the numbers under them
+    numbers, charts_row = charts_row, numbers
+with numbers:
+    V.metrics(sel, k, mask.size, base, now, change)
+    st.caption(f"Mask: {label}. This mask: {describe_ci(now, digits=2)}; change vs unpruned "
+               f"{describe_diff(change)}.")
+    if strategy == "learned":
+        V.learned_model_panel(study, sel, ft, params, learned, base)
 
-left, right = st.columns(2)
+left, right = charts_row.columns(2)
 with left:
     st.subheader("Which heads are pruned")
     V.mask_grid(mask, ranking)

@@ -11,8 +11,8 @@ from headprune_core.runs.jobs import study_jobs
 sel: S.Selection = cached.selection()
 study = cached.study_for(sel)
 
-st.title("Prune & retrain")
-with figures.about():
+about = figures.heading("Prune & retrain")
+with about:
     st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · {sel.setting}-lingual"
                 f" · fine-tuned on {'+'.join(sel.train_langs())}")
     st.caption(captions.RETRAIN)
@@ -25,7 +25,8 @@ if found:
                         help="Every prune-then-retrain run of this model and task in the cache, newest first.")
     _, rc, res = found[names.index(pick)]
     langs = [lang for lang in sel.langs if lang in res["test"]] or list(res["test"])
-    st.markdown(retrain_view.picked_text(res))
+    with figures.aside(about):
+        st.markdown(retrain_view.picked_text(res))
     figures.show(charts.retrain_chart(res, langs=langs), key="retrain_chart",
                  name=f"retrain_{sel.task}_{res['strategy']}", title=f"Prune, then retrain: {pick}",
                  caption=captions.retrain_caption(res["dev_lang"]))

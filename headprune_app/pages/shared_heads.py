@@ -8,24 +8,25 @@ from headprune_app import cached, captions, figures, links, shared_view
 from headprune_core.multitask.affinity import shared_heads
 from headprune_core.plans import selection as S
 
-st.title("Shared heads")
-with figures.about():
+about = figures.heading("Shared heads")
+with about:
     st.markdown(captions.SHARED)
     st.caption(captions.SHARED_PAPER)
 
 c1, c2 = st.columns([2, 3])
 GROUPS = {"tasks": "tasks (GradTS plan)", "languages": "languages (sidebar choices)"}
 group = links.radio("Compare", list(GROUPS), format_func=GROUPS.get, key="shared_group", where=c1,
-                    help=captions.GROUP_HELP)
+                    help=captions.GROUP_HELP, horizontal=figures.focused())
 top_p = c2.slider("Top p% of heads per map", 1, 50, 10, 1, key="shared_top_p", bind="query-params")
 
 if group == "tasks":
     d1, d2 = st.columns([3, 2])
     plan = V.pick_plan(d1, d2, key="shared")
-    st.markdown(cached.model_caption(plan.model))
-    if plan.note:
-        st.caption(plan.note)
-    st.caption(captions.GRADTS_MAPS)
+    with figures.aside(about):
+        st.markdown(cached.model_caption(plan.model))
+        if plan.note:
+            st.caption(plan.note)
+        st.caption(captions.GRADTS_MAPS)
     gts = cached.guarded(V.gradts, plan, what="Cannot set up this GradTS plan")
     complete = cached.guarded(V.offer_maps, gts, key=f"shared:{plan.name}:{plan.method}",
                               what="Cannot find the head maps")
@@ -34,10 +35,11 @@ if group == "tasks":
 else:
     sel: S.Selection = cached.selection()
     study = cached.study_for(sel)
-    st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** "
-                f"{sel.method} · **normalisation:** {sel.normalize}")
-    for note in S.language_notes(sel.task, sel.langs):
-        st.caption(note)
+    with figures.aside(about):
+        st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** "
+                    f"{sel.method} · **normalisation:** {sel.normalize}")
+        for note in S.language_notes(sel.task, sel.langs):
+            st.caption(note)
     cached.need_languages(sel, offer=False)
     _, maps, items = cached.guarded(cached.importance_maps, study, sel, what="Cannot find the head scores")
     complete = cached.offer_compute(study, items, key="shared-langs", note="head scores")

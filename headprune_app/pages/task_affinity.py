@@ -11,8 +11,8 @@ from headprune_core.methods.similarity import correlation_matrix
 from headprune_core.multitask.affinity import rank_auxiliary, select_threshold
 from headprune_core.multitask.gradts import validation_table
 
-st.title("Task affinity (GradTS)")
-with figures.about():
+about = figures.heading("Task affinity (GradTS)")
+with about:
     st.markdown(captions.AFFINITY)
     st.caption(captions.AFFINITY_PAPER)
 
@@ -22,10 +22,11 @@ CORRELATIONS = {"kendall": "Kendall tau", "spearman": "Spearman rho"}
 kind = CORRELATIONS[links.radio("Correlation", list(CORRELATIONS), format_func=CORRELATIONS.get, horizontal=True,
                                 key="gradts_corr", where=c3)]
 name, method = plan.name, plan.method
-st.markdown(f"{cached.model_caption(plan.model)}  \n{plan.description}")
-if plan.note:
-    st.info(plan.note, icon=":material/science:")
-st.caption(captions.UNITS)
+with figures.aside(about):
+    st.markdown(f"{cached.model_caption(plan.model)}  \n{plan.description}")
+    if plan.note:
+        st.info(plan.note, icon=":material/science:")
+    st.caption(captions.UNITS)
 
 gts = cached.guarded(V.gradts, plan, what="Cannot set up this GradTS plan")
 complete = cached.guarded(V.offer_maps, gts, key=f"{name}:{method}", what="Cannot find the head maps")

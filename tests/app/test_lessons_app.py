@@ -160,8 +160,21 @@ def test_a_student_in_class_mode_presents_lessons_but_cannot_write_them(fixture_
 
 
 def test_in_a_lesson_step_and_presenting_the_prose_folds_under_the_figure(fixture_cache, monkeypatch):
-    def about(at):
-        return [e for e in at.expander if e.label == "About this view"]
+    from streamlit.testing.v1.element_tree import Block
+
+    def about(at):  # the "About this view" popovers (AppTest has no accessor for popovers)
+        found = []
+
+        def walk(node):
+            proto = getattr(node, "proto", None)
+            if isinstance(node, Block) and node.type == "popover" and getattr(proto, "popover", None) is not None \
+                    and proto.popover.label == "About this view":
+                found.append(node)
+            for child in (getattr(node, "children", None) or {}).values():
+                walk(child)
+
+        walk(at._tree)
+        return found
 
     at = make_app(fixture_cache["root"], monkeypatch)
     _ok(at)

@@ -4,6 +4,7 @@ through Streamlit's cache clearing (the clear_cache message), least recently use
 import threading
 import time
 
+import pytest
 import streamlit as st
 
 from headprune_app.resident import resident
@@ -59,8 +60,6 @@ def test_least_recently_used_leaves_first_and_a_failed_build_is_retried():
     build(3)  # pushes out 2, the least recently used
     assert list(k[0][0] for k in build.kept) == [1, 3]
     assert build(2) is not two
-    try:
+    with pytest.raises(RuntimeError, match="first try fails"):
         build("bad")
-    except RuntimeError:
-        pass
     assert build("bad") == ["bad"] and tries.count("bad") == 2

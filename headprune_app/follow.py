@@ -1,0 +1,150 @@
+"""Following the teacher's lesson step: one step per server, held at module level, that the teacher's sessions
+move and other windows follow.
+
+* The teacher's step (:class:`TeacherStep`) is the lesson and step the teacher last went to by Back, Next, Start
+  or a link (in class mode a session unlocked with the key; without class mode every session is the owner's).
+  It lives beside the key guard and the compute queue (:mod:`headprune_app.resident`), where no client's
+  ``clear_cache`` reaches; students cannot move it.
+* A window *follows* (``?follow=true``, or the Follow toggle) or *presents notes* (``?presenter=true``: the
+  presenter view). Such a window watches the teacher's step with a fragment that reruns every :data:`TICK_S`
+  seconds and reads one module-level value; when the step changed since the window last applied it, the whole
+  page reruns and the lesson switches to that step (its page and its choices). Between two of the teacher's
+  steps, a student's own choices inside the step stay.
+* A student who presses Back or Next leaves follow mode (and stays where they went); the Follow toggle rejoins.
+  A teacher's window that follows (the projector's) moves the class by its own Back and Next, so the presenter
+  view and the projected window stay on one step whichever is pressed.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import streamlit as st
+
+from headprune_app import roles
+from headprune_app.resident import resident
+
+FOLLOW = "follow"  # widget key and URL parameter: this window follows the teacher's step
+PRESENTER = "presenter"  # URL parameter: the presenter view (notes; follows and moves the teacher's step)
+SEEN = "_follow_seen"  # the version of the teacher's step this session last applied or made
+LEAVE = "_follow_leave"  # set by a student's own Back / Next: the next run leaves follow mode
+TICK_S = 1.5  # how often a following window looks at the teacher's step
+
+
+@dataclass(frozen=True)
+class Position:
+    lesson: str
+    step: int
+    version: int  # goes up by one at each move
+
+
+class TeacherStep:
+    """The lesson step the teacher is at, for the whole server (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at: Position | None = None
+
+    def move(self, lesson: str, step: int) -> Position:
+        """The teacher went to ``step`` of ``lesson``; a new version unless that is where the class already is."""
+        with self._lock:
+            if self._at is None or (self._at.lesson, self._at.step) != (lesson, step):
+                self._at = Position(lesson, step, (self._at.version if self._at else 0) + 1)
+            return self._at
+
+    def now(self) -> Position | None:
+        with self._lock:
+            return self._at
+
+
+@resident()
+def teacher_step() -> TeacherStep:
+    """The server's one :class:`TeacherStep` (module level: ``clear_cache`` cannot reset it)."""
+    return TeacherStep()
+
+
+def _flag(key: str) -> bool:
+    if key in st.session_state:
+        return bool(st.session_state[key])
+    return st.query_params.get(key, "").lower() == "true"
+
+
+def following() -> bool:
+    """Whether this window follows the teacher's step (the toggle's state, or on a first run the link's)."""
+    return _flag(FOLLOW)
+
+
+def presenter() -> bool:
+    """Whether this window is the presenter view (``?presenter=true``)."""
+    return st.query_params.get(PRESENTER, "").lower() == "true"
+
+
+def watching() -> bool:
+    return following() or presenter()
+
+
+def leave_if_asked() -> None:
+    """At the start of a run, before the toggle is drawn: a student's own Back / Next of the last run leaves
+    follow mode."""
+    if st.session_state.pop(LEAVE, False):
+        st.session_state[FOLLOW] = False
+
+
+def due() -> Position | None:
+    """The teacher's step, when this window watches it and has not applied it yet (None otherwise)."""
+    if not watching():
+        return None
+    at = teacher_step().now()
+    if at is None or st.session_state.get(SEEN) == at.version:
+        return None
+    return at
+
+
+def applied(at: Position) -> None:
+    st.session_state[SEEN] = at.version
+
+
+def arrived(lesson: str, step: int, *, by_hand: bool) -> None:
+    """This session went to ``step`` of ``lesson``: by its own Back / Next / Start (``by_hand``) or by a link. The
+    teacher's session moves the class (a link only where the window does not follow: the projector's window
+    opens on a link and follows); a following student who moved by hand leaves follow mode."""
+    if roles.is_teacher() and (by_hand or not following()):
+        applied(teacher_step().move(lesson, step))
+    elif by_hand and following():
+        st.session_state[LEAVE] = True
+
+
+def carried() -> dict[str, list[str]]:
+    """The URL parameters a lesson's step switch keeps: following and the presenter view."""
+    out = {}
+    if following() and not st.session_state.get(LEAVE):
+        out[FOLLOW] = ["true"]
+    if presenter():
+        out[PRESENTER] = ["true"]
+    return out
+
+
+def toggle(where) -> None:
+    """The Follow toggle (bound to the URL's ``follow``)."""
+    where.toggle("Follow the teacher", key=FOLLOW, bind="query-params",
+                 help="Move to the teacher's lesson step a second or two after the teacher does; your own Back or "
+                      "Next leaves follow mode.")
+
+
+@st.fragment(run_every=TICK_S)
+def _watch() -> None:
+    if due() is not None:
+        st.rerun(scope="app")  # the frame's lesson code switches to the teacher's step, before any widget
+
+
+def watch(where) -> None:
+    """In ``where``: while this window watches the teacher's step, the fragment that looks at it every
+    :data:`TICK_S` s; and a line when no lesson has started yet."""
+    if not watching():
+        return
+    with where:
+        _watch()
+        if teacher_step().now() is None:
+            st.caption(":material/groups: Following the teacher: no lesson step yet. This page moves to the "
+                       "teacher's step once the teacher starts a lesson.")
