@@ -29,7 +29,7 @@ FOLLOW = "follow"  # widget key and URL parameter: this window follows the teach
 PRESENTER = "presenter"  # URL parameter: the presenter view (notes; follows and moves the teacher's step)
 SEEN = "_follow_seen"  # the version of the teacher's step this session last applied or made
 LEAVE = "_follow_leave"  # set by a student's own Back / Next: the next run leaves follow mode
-TICK_S = 1.5  # how often a following window looks at the teacher's step
+TICK_S = 1.0  # how often a following window looks at the teacher's step
 
 
 @dataclass(frozen=True)
@@ -133,18 +133,19 @@ def toggle(where) -> None:
 
 
 @st.fragment(run_every=TICK_S)
-def _watch() -> None:
-    if due() is not None:
-        st.rerun(scope="app")  # the frame's lesson code switches to the teacher's step, before any widget
+def _watch(go_to) -> None:
+    at = due()
+    if at is not None:
+        go_to(at)  # switch to the teacher's step's page with its choices, from here: one run, not two
 
 
-def watch(where) -> None:
+def watch(where, go_to) -> None:
     """In ``where``: while this window watches the teacher's step, the fragment that looks at it every
-    :data:`TICK_S` s; and a line when no lesson has started yet."""
+    :data:`TICK_S` s and calls ``go_to(position)`` when it moved; and a line when no lesson has started yet."""
     if not watching():
         return
     with where:
-        _watch()
+        _watch(go_to)
         if teacher_step().now() is None:
             st.caption(":material/groups: Following the teacher: no lesson step yet. This page moves to the "
                        "teacher's step once the teacher starts a lesson.")

@@ -154,10 +154,7 @@ def route(page_name: str) -> tuple[Lesson, int] | None:
             apply_step(found[pending[0]], pending[1], how="hand")
     due = follow.due()
     if due is not None:
-        follow.applied(due)
-        found, _ = lessons()
-        if due.lesson in found and current_names() != (due.lesson, due.step):
-            apply_step(found[due.lesson], min(due.step, len(found[due.lesson].steps)), how="follow")
+        go_to_teacher(due)
     at = current()
     if at is None:
         st.session_state.pop(AT, None)
@@ -174,6 +171,14 @@ def route(page_name: str) -> tuple[Lesson, int] | None:
     return at
 
 
+def go_to_teacher(due: follow.Position) -> None:
+    """Apply the teacher's step (a window that follows it): switch there unless this is already it."""
+    follow.applied(due)
+    found, _ = lessons()
+    if due.lesson in found and current_names() != (due.lesson, due.step):
+        apply_step(found[due.lesson], min(due.step, len(found[due.lesson].steps)), how="follow")
+
+
 def current_names() -> tuple[str, int] | None:
     """The (lesson, step) the URL names, as written (no lesson file read)."""
     try:
@@ -187,7 +192,7 @@ def top_row(where, at: tuple[Lesson, int] | None):
     (or the presenter view's notes), and a menu for the link, "Add to a lesson" and leaving presentation mode,
     which it returns. None (nothing drawn) on an ordinary page, where those stay as they are."""
     if at is None and not figures.presenting():
-        follow.watch(where)
+        follow.watch(where, go_to_teacher)
         return None
     figures.focus_css()
     if at is None:  # presenting, no lesson: the menu alone, at the window's top right corner (figures.MENU_KEY)
@@ -197,7 +202,7 @@ def top_row(where, at: tuple[Lesson, int] | None):
         menu = _presenter(where, *at)
     else:
         menu = bar(where, *at)
-    follow.watch(where)
+    follow.watch(where, go_to_teacher)
     with menu:
         figures.leave_presentation(st)
     return menu
@@ -211,7 +216,7 @@ def bar(where, lesson: Lesson, k: int):
     row = where.container(border=True, horizontal=True, vertical_alignment="center", gap="small", wrap=False)
     row.markdown(f":material/school: :small[{lesson.title}: step {k} of {n}:] **{step.title}**", width="stretch")
     _back_next(row, lesson, k)
-    with row.popover("", icon=":material/sticky_note_2:", help="The teacher's notes for this step"):
+    with row.popover("", icon=":material/sticky_note_2:", help="The teacher's notes for this step", key="lesson_notes"):
         _notes(lesson, k)
     if roles.class_mode() or follow.following():
         follow.toggle(row)

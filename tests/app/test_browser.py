@@ -176,6 +176,7 @@ def test_presentation_mode_hides_the_sidebar_and_can_be_left(server):
         browser.wait_idle(page, 180_000)
         assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
         assert page.locator('[data-testid="stException"]').count() == 0
+        page.locator(".st-key-present_menu button").first.click()  # the menu at the top right corner
         page.get_by_role("button", name="Leave presentation mode").click()
         page.wait_for_function("() => !location.search.includes('present')", timeout=60_000)
         browser.wait_idle(page, 180_000)

@@ -1,6 +1,6 @@
 """Following the teacher's lesson step (issue 46), in AppTest sessions of one process (one server): the teacher's
 Back and Next move the server's step, a following window applies it on its next run (the browser's fragment
-reruns every 1.5 s: tests/app/test_follow_browser.py), a student's own Next moves only the student and leaves
+reruns every second: tests/app/test_follow_browser.py), a student's own Next moves only the student and leaves
 follow mode, and the presenter view and the projector's window stay on one step whichever is pressed."""
 
 from __future__ import annotations

@@ -47,7 +47,10 @@ def test_the_shipped_lesson_walks_end_to_end(fixture_cache):
             assert (query.get("lesson"), query.get("step")) == (LESSON, str(k)), page.url
             assert all(query.get(key, value) == value for key, value in step.params if key != "k"), (step, query)
             assert "is not available here" not in page.locator("body").inner_text()
+            page.locator(".st-key-lesson_notes button").first.click()  # the step's notes, in their popover
+            page.locator('[data-testid="stPopoverBody"]').first.wait_for(timeout=60_000)
             assert step.notes.splitlines()[0].replace("**", "")[:30] in page.locator("body").inner_text()
+            page.keyboard.press("Escape")
             browser.full_screenshot(page, ARTIFACTS / f"lesson_step_{k}.png")
             if k < n:
                 page.get_by_role("button", name="Next").click()

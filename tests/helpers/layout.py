@@ -1,5 +1,8 @@
 """Where a page's main figure starts on the first screen (issue 46): the first chart or table of the page's main
-area (a collapsed "About this view", the sidebar and popovers left out), as a projector shows it."""
+area (the sidebar and popovers left out), as a projector shows it.
+
+``python -m tests.helpers.layout --cache DIR`` measures every page in presentation mode and every step of the
+shipped lesson (presenting, and as a plain step) at 1280 x 720 and 1920 x 1080 on a cache, one line each."""
 
 from __future__ import annotations
 
@@ -33,3 +36,45 @@ def first_figure(page, name: str) -> dict | None:
     got["visible"] = max(0, min(got["height"], height - got["top"]))
     got["ok"] = got["top"] >= 0 and got["visible"] >= min(MIN_VISIBLE, got["height"])
     return got
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from playwright.sync_api import sync_playwright
+
+    from headprune_core.plans.lessons import available
+    from tests.helpers import browser
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache", required=True)
+    ap.add_argument("--lesson", default="attention-heads-across-languages")
+    args = ap.parse_args(argv)
+    steps = available()[0][args.lesson].steps
+    bad = 0
+    with browser.streamlit_server(args.cache, timeout=180) as url, sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_ARGS, headless=True)
+        for width, height in ((1280, 720), (1920, 1080)):
+            page = chromium.new_context(viewport={"width": width, "height": height}).new_page()
+            views = [(f"{name} presenting", name, f"{url}/{path}?present=true", "")
+                     for name, path in browser.PAGES.items()]
+            for k, s in enumerate(steps, 1):
+                link = f"{url}/?lesson={args.lesson}&step={k}"
+                views += [(f"step {k} presenting", s.page, f"{link}&present=true", f"step {k} of"),
+                          (f"step {k}", s.page, link, f"step {k} of")]
+            for name, page_name, address, wait in views:
+                page.goto(address, wait_until="domcontentloaded")
+                page.wait_for_selector("h1", timeout=180_000)
+                if wait:
+                    page.wait_for_function("w => document.body.innerText.includes(w)", arg=wait, timeout=180_000)
+                browser.wait_idle(page, 300_000)
+                got = first_figure(page, page_name)
+                bad += not (got or {}).get("ok")
+                print(f"{width}x{height} {name:24s} {got}", flush=True)
+            page.context.close()
+        chromium.close()
+    print(f"{bad} view(s) without {MIN_VISIBLE} px of their figure on the first screen")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
