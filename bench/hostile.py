@@ -189,9 +189,57 @@ def measure(cache: Path, log_dir: Path, *, ordinary: int, hostile: int, seconds:
             "changes": {k: len(v) for k, v in changes.items()}, "warm_ok": warm.returncode == 0, **side}
 
 
-if __name__ == "__main__":  # python -m bench.hostile walk URL N SECONDS: N students walking (the warm-up: one walk)
-    _, _, url, n, seconds = sys.argv
-    asyncio.run(_ordinary(url, int(n), float(seconds)))
+def probe(cache: Path, action: str, seconds: float, log: Path) -> dict:
+    """One hostile action alone, looped beside 2 students walking, on a fresh class-mode server: the server's
+    peak memory and its resident memory every 10 s. ``action``: ``clear`` (a raw ``clear_cache`` every 5 s),
+    ``big`` (the 1,000,000-word sentence), ``upload`` (three 20 MB uploads) or ``none``."""
+    from bench.demo import peak_rss_mb
+    from tests.helpers import browser
+    from tests.helpers.hostile import raw_session, rss_mb, send_clear_cache, upload, xsrf
+    procs, samples = [], []
+    with browser.streamlit_server(cache, log=log, on_start=procs.append, timeout=180, env=CLASS_ENV) as url:
+        start = time.perf_counter()
+        stop = start + seconds
+
+        def act() -> None:
+            while time.perf_counter() < stop:
+                if action == "clear":
+                    ws, _ = raw_session(url)
+                    send_clear_cache(ws)
+                    ws.close()
+                    time.sleep(5)
+                elif action == "big":
+                    ws, _ = raw_session(url, query=urllib.parse.urlencode({"sentence:en": "dog " * 1_000_000}),
+                                        page="inspector", until="script_finished")
+                    ws.close()
+                elif action == "upload":
+                    ws, session = raw_session(url)
+                    cookie, token = xsrf(url)
+                    for _ in range(3):
+                        upload(url, session, 20 * 1024 * 1024, cookie, token)
+                    ws.close()
+                else:
+                    time.sleep(5)
+                if time.perf_counter() - start >= 10 * len(samples):
+                    samples.append(round(rss_mb(procs[0].pid)))
+
+        actor = threading.Thread(target=act)
+        actor.start()
+        asyncio.run(_ordinary(url, 2, seconds))
+        actor.join()
+        return {"action": action, "seconds": seconds, "peak_mb": round(peak_rss_mb(procs[0].pid)),
+                "rss_mb_every_10_s": samples}
+
+
+if __name__ == "__main__":
+    # python -m bench.hostile walk URL N SECONDS: N students walking (the warm-up: one walk)
+    # python -m bench.hostile probe CACHE ACTION SECONDS: one hostile action's memory (:func:`probe`)
+    if sys.argv[1] == "probe":
+        print(json.dumps(probe(Path(sys.argv[2]), sys.argv[3], float(sys.argv[4]),
+                               Path(f"streamlit-probe-{sys.argv[3]}.log"))))
+    else:
+        _, _, url, n, seconds = sys.argv
+        asyncio.run(_ordinary(url, int(n), float(seconds)))
 
 
 def goals_and_notes(quiet: dict, loud: dict, quick: bool) -> tuple[list, list[str]]:

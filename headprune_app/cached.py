@@ -115,11 +115,6 @@ def _slot(what: str, *, exclusive: bool = False, on_wait=None):
         yield
 
 
-def _fair_slot(what: str):
-    """A silent place in the compute queue for short work (no waiting line shown): :func:`_slot`."""
-    return _slot(what)
-
-
 def queued(what: str, *, exclusive: bool = False):
     """A place in the compute queue for ``what`` (:func:`_slot`), telling this session its place in line while it
     waits, and a student the cap (:func:`~headprune_app.roles.student_cap_s`)."""
@@ -439,7 +434,7 @@ def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
 @st.cache_data(show_spinner=False, max_entries=256)
 def _tag(ft_key: str, task: str, words: tuple, mask: tuple | None, _st: Study, _ft) -> dict:
 
-    with _fair_slot("tag a sentence"):
+    with _slot("tag a sentence"):  # silent: short work shows no waiting line
         model = _st.finetuned(_ft)
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         return tag_sentence(model, _st.loaded.tokenizer, list(words), task=task if len(model.tasks) > 1 else None,
@@ -454,7 +449,7 @@ def tag(st_: Study, ft, task: str, words: Sequence[str], mask=None) -> dict:
 @st.cache_data(show_spinner=False, max_entries=256)
 def _attention(ft_key: str, words: tuple, layer: int, head: int, mask: tuple | None, _st: Study, _ft):
 
-    with _fair_slot("one head's attention"):
+    with _slot("one head's attention"):
         m = torch.tensor(mask, dtype=torch.float32) if mask is not None else None
         pieces, att = head_attention(_st.finetuned(_ft), _st.loaded.tokenizer, list(words), layer, head, mask=m,
                                      max_length=_ft.max_length)

@@ -398,12 +398,14 @@ def staged_looks(looks: list[dict]) -> str:
     return ("Staged design: more training runs only for open cards that more runs could decide; each card keeps "
             "the verdict of the first look that decides it, and its error rates count every look (alpha "
             "spending). " + "; ".join(parts) + ".")
+
+
 TWO_SCREENS = (
     "**Presenting with two screens.** Open a step with `presenter=true` on your own screen "
     "(`?lesson=NAME&step=1&presenter=true`): the step's notes, the next step's title, Back / Next and the "
     "projector's link. Open that link on the projector: it shows the step in presentation mode and follows your "
     "Back and Next, so the room sees the figure while you read the notes. **Students follow**: in class mode, "
     "the class link with `?follow=true` (or **Follow the teacher** in the step's line or the sidebar) moves each "
-    "student to your step a second or two after you press Next; a student keeps what they change inside a step "
-    "until you move on, and their own Back or Next leaves follow mode (Follow rejoins). Students cannot move "
-    "the class.")
+    "student to your step a few seconds after you press Next (each page looks every second); a student keeps "
+    "what they change inside a step until you move on, and their own Back or Next leaves follow mode (Follow "
+    "rejoins). Students cannot move the class.")

@@ -106,6 +106,13 @@ def heading(title: str):
     return row.popover("About this view", icon=":material/info:")
 
 
+def figure_first():
+    """Two places, (for what usually comes first: counts, captions, what is missing; for the view's figure), in
+    that order on the page, or the figure's first in presentation mode and in a lesson step."""
+    first, second = st.container(), st.container()
+    return (second, first) if focused() else (first, second)
+
+
 def aside(about_box):
     """Where prose that sits between a view's controls and its figure goes: here, as it is, or (focused) into the
     page's "About this view" drawn earlier, so the figure keeps the first screen."""

@@ -7,8 +7,8 @@ move and other windows follow.
   ``clear_cache`` reaches; students cannot move it.
 * A window *follows* (``?follow=true``, or the Follow toggle) or *presents notes* (``?presenter=true``: the
   presenter view). Such a window watches the teacher's step with a fragment that reruns every :data:`TICK_S`
-  seconds and reads one module-level value; when the step changed since the window last applied it, the whole
-  page reruns and the lesson switches to that step (its page and its choices). Between two of the teacher's
+  seconds and reads one module-level value; when the step changed since the window last applied it, the
+  fragment switches the window to that step (its page and its choices). Between two of the teacher's
   steps, a student's own choices inside the step stay.
 * A student who presses Back or Next leaves follow mode (and stays where they went); the Follow toggle rejoins.
   A teacher's window that follows (the projector's) moves the class by its own Back and Next, so the presenter
@@ -128,8 +128,8 @@ def carried() -> dict[str, list[str]]:
 def toggle(where) -> None:
     """The Follow toggle (bound to the URL's ``follow``)."""
     where.toggle("Follow the teacher", key=FOLLOW, bind="query-params",
-                 help="Move to the teacher's lesson step a second or two after the teacher does; your own Back or "
-                      "Next leaves follow mode.")
+                 help="Move to the teacher's lesson step a few seconds after the teacher does (this page looks "
+                      "every second); your own Back or Next leaves follow mode.")
 
 
 @st.fragment(run_every=TICK_S)

@@ -18,7 +18,7 @@ import streamlit as st
 
 from headprune_app import cached, figures, findings_view, follow, links, roles
 from headprune_app.resident import resident
-from headprune_core.base.text import md_text
+from headprune_core.base.text import md_code, md_text
 from headprune_core.plans import lessons as L
 from headprune_core.plans.lessons import Lesson, available
 from headprune_core.plans.presets import available_plans
@@ -214,7 +214,8 @@ def bar(where, lesson: Lesson, k: int):
     step = lesson.steps[k - 1]
     n = len(lesson.steps)
     row = where.container(border=True, horizontal=True, vertical_alignment="center", gap="small", wrap=False)
-    row.markdown(f":material/school: :small[{lesson.title}: step {k} of {n}:] **{step.title}**", width="stretch")
+    row.markdown(f":material/school: :small[{md_text(lesson.title)}: step {k} of {n}:] **{md_text(step.title)}**",
+                 width="stretch")
     _back_next(row, lesson, k)
     with row.popover("", icon=":material/sticky_note_2:", help="The teacher's notes for this step", key="lesson_notes"):
         _notes(lesson, k)
@@ -270,15 +271,15 @@ def _presenter(where, lesson: Lesson, k: int):
     n = len(lesson.steps)
     with where.container(border=True):
         row = st.container(horizontal=True, vertical_alignment="center", gap="small")
-        row.markdown(f":material/co_present: Presenter view · :material/school: **{lesson.title}**: step {k} of "
-                     f"{n}: **{step.title}**", width="stretch")
+        row.markdown(f":material/co_present: Presenter view · :material/school: **{md_text(lesson.title)}**: step "
+                     f"{k} of {n}: **{md_text(step.title)}**", width="stretch")
         _back_next(row, lesson, k)
         menu = row.popover("", icon=":material/more_vert:", help="This view's link, ending the lesson")
         notes, side = st.columns([3, 1])
         with notes:
             _notes(lesson, k)
         with side:
-            st.markdown(f"**Next:** {lesson.steps[k].title}" if k < n else "**Last step.**")
+            st.markdown(f"**Next:** {md_text(lesson.steps[k].title)}" if k < n else "**Last step.**")
             st.caption("The projector's window: open this link there (it follows this view's Back and Next).")
             st.code(projector_link(lesson, k), language=None, wrap_lines=True)
         _problems(lesson, k)
@@ -290,7 +291,8 @@ def _presenter(where, lesson: Lesson, k: int):
 def projector_link(lesson: Lesson, k: int) -> str:
     """The address of the projected window of a presenter view: the step in presentation mode, following."""
     base = (st.context.url or "").split("?")[0]  # this page: the step's
-    return f"{base}?" + urlencode({"lesson": lesson.name, "step": k, "present": "true", follow.FOLLOW: "true"})
+    return f"{base}?" + urlencode({"lesson": lesson.name, "step": k, figures.PRESENT_KEY: "true",
+                                   follow.FOLLOW: "true"})
 
 
 def picker(in_bar: bool) -> None:
@@ -349,7 +351,8 @@ def _add(name: str, view: str, step_title: str, notes: str, *, new: bool, title:
     except L.LessonError as err:
         st.error(f"Not added: {err}", icon=":material/error:")
         return
-    st.success(f"Added as step {len(lesson.steps)} of **{lesson.title}** (`{path}`).", icon=":material/check:")
+    st.success(f"Added as step {len(lesson.steps)} of **{md_text(lesson.title)}** ({md_code(path)}).",
+               icon=":material/check:")
 
 
 def step_row(lesson: Lesson, k: int, *, editable: bool) -> None:
@@ -358,7 +361,7 @@ def step_row(lesson: Lesson, k: int, *, editable: bool) -> None:
     with st.container(border=True, key=f"lesson_step_{k}"):
         text, *buttons = st.columns([8, 1, 1, 1, 1], vertical_alignment="center")
         view = step.page + (f"?{step.query()}" if step.params else "")
-        text.markdown(f"**{k}. {step.title}** · `{view}`")
+        text.markdown(f"**{k}. {md_text(step.title)}** · {md_code(view)}")
         if step.problem:
             text.caption(f":orange[Lesson {lesson.name}, step {k}: {step.problem}]")
         if buttons[0].button("Open", key=f"lesson_open_{k}", help="Present the lesson from this step"):

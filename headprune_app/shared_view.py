@@ -44,9 +44,7 @@ def top_sets(shared: dict, *, what: str, top_p: int) -> None:
     count = shared["count"]
     n_maps, n_heads = len(shared["names"]), int(count.size)
     k = top_set_size(n_heads, top_p)
-    numbers, charts_row = st.container(), st.container()
-    if figures.focused():  # on a projector the map first, the numbers under it
-        numbers, charts_row = charts_row, numbers
+    numbers, charts_row = figures.figure_first()
     m1, m2, m3 = numbers.columns(3)
     m1.metric(f"heads in every top set ({n_maps} {what})", int((count == n_maps).sum()))
     m2.metric("heads in no top set", int((count == 0).sum()), help=f"of {n_heads}")

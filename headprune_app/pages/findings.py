@@ -19,12 +19,10 @@ with about:
     if f.plan.model != sel.model:
         st.caption(f"The findings run on {f.plan.model}, the plan's model.")
 cards = cached.guarded(findings_view.cards, f, what="Cannot read the findings")
-if figures.focused():  # on a projector the page's picture (or its table) comes first, what is missing after
-    findings_view.overview(cards)
-    findings_view.summary(cards)
+missing, picture = figures.figure_first()
+with missing:
     findings_view.offer(f)
-else:
-    findings_view.offer(f)
+with picture:
     findings_view.overview(cards)
     findings_view.summary(cards)
 findings_view.staged_caption()

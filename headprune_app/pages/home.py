@@ -39,9 +39,7 @@ figures.aside(about).caption(captions.overview_status(sel.plan.name, S.task_labe
                                                     sel.train_langs(), sel.langs, sel.method))
 rows = cached.guarded(cached.plan_status, study, sel.study_plan(), what="Cannot list the study's results")
 done = sum(r["status"] == "ok" for r in rows)
-counts, table = st.container(), st.container()
-if figures.focused():  # on a projector the table first
-    counts, table = table, counts
+counts, table = figures.figure_first()
 table.dataframe(charts.status_matrix(rows), hide_index=True)
 c1, c2, c3 = counts.columns(3)
 c1.metric("results cached", f"{done} of {len(rows)}")

@@ -39,9 +39,7 @@ state.remember_mask(state.MaskChoice.from_mask(mask, finetune_key=ft.key(), task
 base = cached.evaluation(study, base_cfg)
 now = cached.evaluation(study, S.eval_config(study, sel, sel.lang, mask))
 change = V.change(base, now)
-numbers, charts_row = st.container(), st.container()
-if figures.focused():  # on a projector the mask and the curves first, the numbers under them
-    numbers, charts_row = charts_row, numbers
+numbers, charts_row = figures.figure_first()
 with numbers:
     V.metrics(sel, k, mask.size, base, now, change)
     st.caption(f"Mask: {label}. This mask: {describe_ci(now, digits=2)}; change vs unpruned "

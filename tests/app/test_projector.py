@@ -26,40 +26,22 @@ NO_RESULTS = {"retrain", "task_affinity", "shared_heads"}  # the fixture cache h
 pytestmark = browser.browser_marks()
 
 
-def _views(url: str, width: int) -> list[tuple[str, str, str]]:
-    """(name, page, address) of every view measured at this width."""
-    steps = available()[0][LESSON].steps
-    out = [(f"{name} presenting", name, f"{url}/{path}?present=true") for name, path in browser.PAGES.items()
-           if name not in NO_RESULTS]
-    out += [(f"step {k} presenting", s.page, f"{url}/?lesson={LESSON}&step={k}&present=true")
-            for k, s in enumerate(steps, 1) if s.page not in NO_RESULTS]
-    if width == 1280:
-        out += [(f"step {k}", s.page, f"{url}/?lesson={LESSON}&step={k}") for k, s in enumerate(steps, 1)
-                if s.page not in NO_RESULTS]
-    return out
-
-
 def test_every_page_and_lesson_step_shows_its_figure_on_the_first_screen(fixture_cache):
     pytest.importorskip("playwright", reason="playwright is not installed (pip install playwright==1.65.2)")
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    seen, n = {}, len(available()[0][LESSON].steps)
+    seen = {}
     with browser.streamlit_server(fixture_cache["root"], log=ARTIFACTS / "streamlit-projector.log") as url, \
             sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_ARGS, headless=True)
         for width, height in SIZES:
             page = chromium.new_context(viewport={"width": width, "height": height}).new_page()
-            for name, page_name, address in _views(url, width):
-                page.goto(address, wait_until="domcontentloaded")
-                page.wait_for_selector("h1", timeout=180_000)
-                if name.startswith("step"):
-                    k = int(name.split()[1])
-                    page.wait_for_function("want => document.body.innerText.includes(want)",
-                                           arg=f"step {k} of {n}", timeout=180_000)
-                browser.wait_idle(page, 300_000)
+            for name, page_name, address, wait in layout.views(url, LESSON, available()[0][LESSON].steps,
+                                                               plain=width == 1280, skip=NO_RESULTS):
+                found = layout.measure(page, address, page_name, wait)
                 assert browser.exception_boxes(page) == [], (name, width)
-                seen[(width, name)] = layout.first_figure(page, page_name)
+                seen[(width, name)] = found
                 if not (seen[(width, name)] or {}).get("ok"):
                     page.screenshot(path=str(ARTIFACTS / f"projector-{width}-{name.replace(' ', '_')}.png"))
             page.context.close()

@@ -16,8 +16,7 @@ MIN_VISIBLE = 300  # px of the figure on the first screen (all of it when it is 
 _JS = """(sel) => {
   const main = document.querySelector('[data-testid="stMain"]') || document.body;
   const ok = e => e.getBoundingClientRect().height > 0 && !e.closest('[data-testid="stSidebar"]')
-    && !e.closest('[data-testid="stPopoverBody"]') && !e.closest('[data-testid="stVerticalBlockBorderWrapper"]'
-    + '[data-lesson-bar]');
+    && !e.closest('[data-testid="stPopoverBody"]');
   const els = [...main.querySelectorAll(sel)].filter(ok);
   if (!els.length) return null;
   const r = els[0].getBoundingClientRect();
@@ -38,6 +37,33 @@ def first_figure(page, name: str) -> dict | None:
     return got
 
 
+def views(url: str, lesson: str, steps, *, plain: bool = True, skip=()) -> list[tuple[str, str, str, str]]:
+    """(name, page, address, text to wait for) of each view measured: every page in presentation mode, every step
+    of ``lesson`` presenting and (``plain``) as a plain step; pages in ``skip`` left out."""
+    from tests.helpers import browser
+    out = [(f"{name} presenting", name, f"{url}/{path}?present=true", "") for name, path in browser.PAGES.items()
+           if name not in skip]
+    for k, s in enumerate(steps, 1):
+        if s.page in skip:
+            continue
+        link = f"{url}/?lesson={lesson}&step={k}"
+        out.append((f"step {k} presenting", s.page, f"{link}&present=true", f"step {k} of {len(steps)}"))
+        if plain:
+            out.append((f"step {k}", s.page, link, f"step {k} of {len(steps)}"))
+    return out
+
+
+def measure(page, address: str, page_name: str, wait: str) -> dict | None:
+    """Open ``address`` in ``page`` (its step's line shown, when ``wait`` names it) and measure its figure."""
+    from tests.helpers import browser
+    page.goto(address, wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=180_000)
+    if wait:
+        page.wait_for_function("w => document.body.innerText.includes(w)", arg=wait, timeout=180_000)
+    browser.wait_idle(page, 300_000)
+    return first_figure(page, page_name)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -55,19 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         chromium = pw.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_ARGS, headless=True)
         for width, height in ((1280, 720), (1920, 1080)):
             page = chromium.new_context(viewport={"width": width, "height": height}).new_page()
-            views = [(f"{name} presenting", name, f"{url}/{path}?present=true", "")
-                     for name, path in browser.PAGES.items()]
-            for k, s in enumerate(steps, 1):
-                link = f"{url}/?lesson={args.lesson}&step={k}"
-                views += [(f"step {k} presenting", s.page, f"{link}&present=true", f"step {k} of"),
-                          (f"step {k}", s.page, link, f"step {k} of")]
-            for name, page_name, address, wait in views:
-                page.goto(address, wait_until="domcontentloaded")
-                page.wait_for_selector("h1", timeout=180_000)
-                if wait:
-                    page.wait_for_function("w => document.body.innerText.includes(w)", arg=wait, timeout=180_000)
-                browser.wait_idle(page, 300_000)
-                got = first_figure(page, page_name)
+            for name, page_name, address, wait in views(url, args.lesson, steps):
+                got = measure(page, address, page_name, wait)
                 bad += not (got or {}).get("ok")
                 print(f"{width}x{height} {name:24s} {got}", flush=True)
             page.context.close()
