@@ -156,9 +156,9 @@ def test_the_presenter_view_and_the_projector_stay_in_step(fixture_cache):
         _waits_for([projector], 2, 120, SHIPPED_STEPS)
         for button, k in (("Next", 3), ("Next", 4), ("Back", 3)):
             presenter.get_by_role("button", name=button).click()
-            _waits_for([presenter, projector], k, 10.0, SHIPPED_STEPS)
+            _waits_for([presenter, projector], k, FOLLOW_WITHIN_S, SHIPPED_STEPS)
         # the projector's own Next (the teacher's window too) moves the presenter view
         projector.locator(".st-key-lesson_next button").first.click()
-        _waits_for([presenter, projector], 4, 10.0, SHIPPED_STEPS)
+        _waits_for([presenter, projector], 4, FOLLOW_WITHIN_S, SHIPPED_STEPS)
         assert not browser.exception_boxes(projector) and not browser.exception_boxes(presenter)
         chromium.close()
