@@ -25,7 +25,9 @@ import streamlit as st
 from headprune_app import roles
 from headprune_app.resident import resident
 
-FOLLOW = "follow"  # widget key and URL parameter: this window follows the teacher's step
+FOLLOW = "follow"  # URL parameter: this window follows the teacher's step
+FOLLOWING = "_following"  # whether this window follows: a plain session value (no widget's), set from the URL once
+TOGGLE = "follow_toggle"  # the Follow toggle's widget key (it shows and sets FOLLOWING)
 PRESENTER = "presenter"  # URL parameter: the presenter view (notes; follows and moves the teacher's step)
 SEEN = "_follow_seen"  # the version of the teacher's step this session last applied or made
 LEAVE = "_follow_leave"  # set by a student's own Back / Next: the next run leaves follow mode
@@ -64,15 +66,24 @@ def teacher_step() -> TeacherStep:
     return TeacherStep()
 
 
-def _flag(key: str) -> bool:
-    if key in st.session_state:
-        return bool(st.session_state[key])
-    return st.query_params.get(key, "").lower() == "true"
-
-
 def following() -> bool:
-    """Whether this window follows the teacher's step (the toggle's state, or on a first run the link's)."""
-    return _flag(FOLLOW)
+    """Whether this window follows the teacher's step: on a session's first look the link's ``follow``, then
+    what the Follow toggle or a student's own Back / Next made it. A plain session value, not the toggle's own
+    state: Streamlit drops a widget's state in a run that does not draw it (the toggle moves between the step's
+    line and the sidebar, and a page switched to from the following fragment starts from no widget states), and
+    a window that lost it stopped following for good."""
+    if FOLLOWING not in st.session_state:
+        st.session_state[FOLLOWING] = st.query_params.get(FOLLOW, "").lower() == "true"
+    return bool(st.session_state[FOLLOWING])
+
+
+def _set_following(on: bool) -> None:
+    """Follow or not, and say so in the address (a reload or a copied link keeps it)."""
+    st.session_state[FOLLOWING] = on
+    if on:
+        st.query_params[FOLLOW] = "true"
+    elif FOLLOW in st.query_params:
+        del st.query_params[FOLLOW]
 
 
 def presenter() -> bool:
@@ -88,7 +99,7 @@ def leave_if_asked() -> None:
     """At the start of a run, before the toggle is drawn: a student's own Back / Next of the last run leaves
     follow mode."""
     if st.session_state.pop(LEAVE, False):
-        st.session_state[FOLLOW] = False
+        _set_following(False)
 
 
 def due() -> Position | None:
@@ -126,10 +137,15 @@ def carried() -> dict[str, list[str]]:
 
 
 def toggle(where) -> None:
-    """The Follow toggle (bound to the URL's ``follow``)."""
-    where.toggle("Follow the teacher", key=FOLLOW, bind="query-params",
+    """The Follow toggle: it shows :func:`following` and sets it (and the URL's ``follow``)."""
+    st.session_state[TOGGLE] = following()
+    where.toggle("Follow the teacher", key=TOGGLE, on_change=_toggled,
                  help="Move to the teacher's lesson step a few seconds after the teacher does (this page looks "
                       "every second); your own Back or Next leaves follow mode.")
+
+
+def _toggled() -> None:
+    _set_following(bool(st.session_state[TOGGLE]))
 
 
 @st.fragment(run_every=TICK_S)

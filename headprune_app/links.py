@@ -26,7 +26,7 @@ NOTES = "_link_notes"
 REFUSED = "_link_refused"  # parameters this session may not use, with the reason (class mode)
 SEEN = "_link_seen"  # per value-bound choice: the URL's text it last read or wrote
 APPLIED = "_link_applied"  # value-bound choices set from the link (a label mapped to its value counts)
-IGNORED = {"present", "lesson", "step", "unlock"}  # presentation mode and a lesson's step: applied by the frame
+IGNORED = {"present", "lesson", "step", "unlock", "follow", "presenter"}  # applied by the frame
 
 
 def remember() -> None:

@@ -77,8 +77,9 @@ def test_presenter_and_projector_stay_in_step(fixture_cache, monkeypatch, fresh_
     _click(projector, "lesson_back")
     assert _step(projector) == 2 and fresh_step.now().step == 2
     assert _step(_ok(presenter)) == 2
-    # still following, still presenting (bound toggles: the browser's address carries them, test_follow_browser)
-    assert projector.session_state["follow"] is True and projector.session_state["present"] is True
+    # still following (and the address says so), still presenting
+    assert projector.session_state["_following"] is True and projector.session_state["present"] is True
+    assert projector.query_params["follow"] in ("true", ["true"])
 
 
 @pytest.fixture
@@ -115,7 +116,7 @@ def test_students_follow_the_teacher_and_cannot_move_the_class(fixture_cache, mo
     mover = students[0]
     _click(mover, "lesson_next")
     assert _step(mover) == 5 and fresh_step.now().step == 4
-    assert not mover.session_state["follow"]
+    assert not mover.session_state["_following"] and "follow" not in mover.query_params
     assert _step(_ok(students[1])) == 4 and _step(_ok(teacher)) == 4
     _click(teacher, "lesson_back")
     assert _step(_ok(mover)) == 5  # left follow mode: stays where it went
