@@ -31,6 +31,7 @@ TOGGLE = "follow_toggle"  # the Follow toggle's widget key (it shows and sets FO
 PRESENTER = "presenter"  # URL parameter: the presenter view (notes; follows and moves the teacher's step)
 SEEN = "_follow_seen"  # the version of the teacher's step this session last applied or made
 LEAVE = "_follow_leave"  # set by a student's own Back / Next: the next run leaves follow mode
+RUNS = "_follow_runs"  # this session's full runs that drew the following fragment
 TICK_S = 1.0  # how often a following window looks at the teacher's step
 
 
@@ -148,11 +149,21 @@ def _toggled() -> None:
     _set_following(bool(st.session_state[TOGGLE]))
 
 
-@st.fragment(run_every=TICK_S)
-def _watch(go_to) -> None:
+def _look(go_to) -> None:
     at = due()
     if at is not None:
         go_to(at)  # switch to the teacher's step's page with its choices, from here: one run, not two
+
+
+def _watcher(run: int):
+    """The following fragment of this session's ``run``-th full run. Streamlit names a fragment by its function
+    and its place on the page, the same on every page; so a look the browser sent before it showed the page
+    switched to would run after the switch with the old page's address, and the browser went back to the old
+    step for seconds. A new name at each full run makes Streamlit drop such a stale look."""
+    def look(go_to) -> None:
+        _look(go_to)
+    look.__qualname__ = f"watch_{run}"
+    return st.fragment(look, run_every=TICK_S)
 
 
 def watch(where, go_to) -> None:
@@ -161,7 +172,8 @@ def watch(where, go_to) -> None:
     if not watching():
         return
     with where:
-        _watch(go_to)
+        run = st.session_state[RUNS] = st.session_state.get(RUNS, 0) + 1
+        _watcher(run)(go_to)
         if teacher_step().now() is None:
             st.caption(":material/groups: Following the teacher: no lesson step yet. This page moves to the "
                        "teacher's step once the teacher starts a lesson.")
