@@ -9,7 +9,8 @@ same cores, so the rest of the machine's time is theirs).
 
 Class mode (``headprune serve --class``) gets its own runs (N = 1 and 30): the walk goes on to the Findings
 page, the server's CPU seconds on that page are counted per student, and the cache is listed before and after
-(students may add the evaluation entries of their new masks, nothing else).
+(students may add the evaluation entries of their new masks, nothing else). Then a hostile class
+(:mod:`bench.hostile`) and a class following the teacher's lesson steps (:mod:`bench.follow`).
 """
 
 from __future__ import annotations
@@ -293,6 +294,10 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
         quiet = hostile.measure(cache, work, ordinary=size[0], hostile=0, seconds=seconds)
         loud = hostile.measure(cache, work, ordinary=size[0], hostile=size[1], seconds=seconds)
         more_goals, more_notes = hostile.goals_and_notes(quiet, loud, quick)
+        goals, class_notes = goals + more_goals, class_notes + more_notes
+    if os.environ.get("HEADPRUNE_BENCH_FOLLOW", "1") != "0":  # following the teacher (issue 46)
+        from bench import follow
+        _, more_goals, more_notes = follow.run(cache, work, quick=quick)
         goals, class_notes = goals + more_goals, class_notes + more_notes
     if not by_n:
         return Section("classroom", "A class on one server: class mode", HEADERS, rows, goals, class_notes)

@@ -91,3 +91,14 @@ def test_findings_reads_every_card(quick):
     # quick computes nothing: every card of the empty cache is not computed yet, and no goal is judged
     assert all(r[1] == "not computed yet" for r in section["rows"])
     assert all(g["met"] is None for g in section["goals"])
+
+
+def test_the_class_follows_the_teacher_and_the_bench_says_what_it_cost(quick):
+    classroom = quick[1]["classroom"]
+    goal = next(g for g in classroom["goals"] if g["what"].startswith("p95 delay from the teacher's Next"))
+    assert goal["met"] is None  # two students on a loaded machine: measured, not judged
+    table = next(n for n in classroom["notes"] if n.startswith("| class |")).splitlines()
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table[2:]]
+    assert [r[0] for r in rows] == ["2 following", "2 not following", "2 following, teacher still"]
+    assert int(rows[0][1]) == 3 and rows[0][2].endswith("/6")  # three moves, two students: six arrivals to wait for
+    assert all(float(r[-1]) > 0 for r in rows)  # the server's CPU per student per minute, in each class
