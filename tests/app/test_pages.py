@@ -384,6 +384,8 @@ def test_script_runs_are_logged_only_when_asked(fixture_cache, monkeypatch, tmp_
     runs = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["page"] for r in runs] == ["Overview", "Head importance"]
     assert all(r["wall"] > 0 and 0 <= r["cpu"] <= r["wall"] + 0.05 for r in runs), runs
+    assert all(r["step"] == "" and r["teacher"] is True and r["end"] > 1.7e9 for r in runs), runs  # owner, no lesson
+    assert len({r["session"] for r in runs}) == 1
     monkeypatch.delenv(ENV)
     log.unlink()
     run_page(at, "prune")

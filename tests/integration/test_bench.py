@@ -101,4 +101,5 @@ def test_the_class_follows_the_teacher_and_the_bench_says_what_it_cost(quick):
     rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table[2:]]
     assert [r[0] for r in rows] == ["2 following", "2 not following"]
     assert int(rows[0][1]) == 3 and rows[0][2].endswith("/6")  # three moves, two students: six arrivals to wait for
+    assert rows[0][6] == "6/6"  # every follower's page run for each step, in the server's page log
     assert all(float(r[-2]) > 0 and float(r[-1]) > 0 for r in rows)  # server CPU / student / min, moving or not
