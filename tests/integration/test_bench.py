@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--results", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=1200)
+                          capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return out, {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
 
