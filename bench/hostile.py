@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -236,7 +237,7 @@ if __name__ == "__main__":
     # python -m bench.hostile probe CACHE ACTION SECONDS: one hostile action's memory (:func:`probe`)
     if sys.argv[1] == "probe":
         print(json.dumps(probe(Path(sys.argv[2]), sys.argv[3], float(sys.argv[4]),
-                               Path(f"streamlit-probe-{sys.argv[3]}.log"))))
+                               Path(tempfile.gettempdir()) / f"streamlit-probe-{sys.argv[3]}.log")))
     else:
         _, _, url, n, seconds = sys.argv
         asyncio.run(_ordinary(url, int(n), float(seconds)))
