@@ -25,6 +25,7 @@ from headprune_core.plans.presets import available_plans
 
 PAGE_FILES = {p: f"headprune_app/pages/{p}.py" for p in L.PAGES}
 AT = "_lesson_at"  # (lesson, step) this session last switched to
+SWITCHING = "_lesson_switching"  # (lesson, step) this session switched to and has not yet shown on its page
 PENDING = "_lesson_pending"  # (lesson, step) asked for by a button drawn after the sidebar
 PARAMS = ("lesson", "step")
 
@@ -95,7 +96,8 @@ def apply_step(lesson: Lesson, k: int, *, how: str) -> None:
     for key, values in {**display, **follow.carried()}.items():
         if not _bound_here(key):  # a bound toggle keeps its state and writes it back into the URL itself
             params[key] = values
-    page = PAGE_FILES["home" if step.problem else step.page]
+    page = PAGE_FILES[_page_of(lesson, k)]
+    st.session_state[SWITCHING] = (lesson.name, k)
     st.switch_page(page, query_params={key: values if len(values) > 1 else values[0]
                                        for key, values in params.items()})
 
@@ -168,7 +170,19 @@ def route(page_name: str) -> tuple[Lesson, int] | None:
         lacking = [key for key, _ in step.params if key not in st.query_params]
         if not step.problem and (step.page != page_name or lacking or (lesson.plan and "plan" not in st.query_params)):
             apply_step(lesson, k, how="link")
+    elif st.session_state.get(SWITCHING) == (lesson.name, k) and _page_of(lesson, k) != page_name:
+        # this session switched to the step, and a run came on another page with the step's address: the switch
+        # was lost to a request the browser sent before it (30 followers on 2 cores: runs of Head importance with
+        # a Prune step's address); switch again. (A page opened later from the sidebar is left alone.)
+        apply_step(lesson, k, how="link")
+    if _page_of(lesson, k) == page_name:
+        st.session_state.pop(SWITCHING, None)
     return at
+
+
+def _page_of(lesson: Lesson, k: int) -> str:
+    """The page step ``k`` shows (the Overview where the step cannot be shown here)."""
+    return "home" if lesson.steps[k - 1].problem else lesson.steps[k - 1].page
 
 
 def go_to_teacher(due: follow.Position) -> None:

@@ -137,3 +137,21 @@ def test_students_follow_the_teacher_and_cannot_move_the_class(fixture_cache, mo
     students[1].query_params["step"] = "7"
     _ok(students[1])
     assert fresh_step.now().step == 4
+
+
+
+def test_a_switch_lost_to_a_stale_request_is_made_again_and_a_page_opened_later_is_left(fixture_cache, monkeypatch):
+    """A page switch lost to a request the browser sent before it leaves a run on the old page with the new step's
+    address (30 followers: runs of Head importance with step 4, a Prune step); that run switches again. Once the
+    step showed on its page, a page the student opens with the same address is left alone."""
+    from headprune_app import lessons_view
+    at = _open(fixture_cache["root"], monkeypatch, lesson=LESSON, step="4")
+    assert _step(at) == 4 and at.title[0].value.startswith("Prune")
+    at.switch_page("headprune_app/pages/importance.py")  # later, by the student's own choice: stays
+    at.query_params["lesson"], at.query_params["step"] = LESSON, "4"
+    _ok(at)
+    assert at.title[0].value.startswith("Head importance")
+    at.session_state[lessons_view.SWITCHING] = (LESSON, 4)  # what a switch to step 4 that did not land leaves
+    _ok(at)
+    assert _step(at) == 4 and at.title[0].value.startswith("Prune"), at.title[0].value
+    assert lessons_view.SWITCHING not in at.session_state  # landed
