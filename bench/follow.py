@@ -114,12 +114,7 @@ def _teacher(pw, url: str, title: str):
     page.wait_for_selector("h1", timeout=300_000)
     browser.wait_idle(page, 300_000)
     browser.unlock(page, CLASS_ENV["HEADPRUNE_TEACHER_KEY"])
-    browser.goto_nav(page, "lessons", timeout=300_000)
-    page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]', has_text="Lesson").first.click()
-    page.get_by_role("option", name=title).first.click()
-    browser.wait_idle(page)
-    page.get_by_role("button", name="Present it").click()
-    page.wait_for_function(f"() => ({STEP_JS})() === 1", timeout=300_000)
+    browser.present_lesson(page, title)
     return page
 
 

@@ -149,19 +149,15 @@ def _toggled() -> None:
     _set_following(bool(st.session_state[TOGGLE]))
 
 
-def _look(go_to) -> None:
-    at = due()
-    if at is not None:
-        go_to(at)  # switch to the teacher's step's page with its choices, from here: one run, not two
-
-
 def _watcher(run: int):
     """The following fragment of this session's ``run``-th full run. Streamlit names a fragment by its function
     and its place on the page, the same on every page; so a look the browser sent before it showed the page
     switched to would run after the switch with the old page's address, and the browser went back to the old
     step for seconds. A new name at each full run makes Streamlit drop such a stale look."""
     def look(go_to) -> None:
-        _look(go_to)
+        at = due()
+        if at is not None:
+            go_to(at)  # switch to the teacher's step's page with its choices, from here: one run, not two
     look.__qualname__ = f"watch_{run}"
     return st.fragment(look, run_every=TICK_S)
 

@@ -139,7 +139,6 @@ def test_students_follow_the_teacher_and_cannot_move_the_class(fixture_cache, mo
     assert fresh_step.now().step == 4
 
 
-
 def test_a_switch_lost_to_a_stale_request_is_made_again_and_a_page_opened_later_is_left(fixture_cache, monkeypatch):
     """A page switch lost to a request the browser sent before it leaves a run on the old page with the new step's
     address (30 followers: runs of Head importance with step 4, a Prune step); that run switches again. Once the

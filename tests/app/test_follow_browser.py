@@ -104,13 +104,7 @@ def test_five_students_follow_the_teacher_within_5_s(cache_copy, tmp_path):
         chromium = pw.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_ARGS, headless=True)
         teacher = _open(chromium, url, "")
         browser.unlock(teacher, KEY)
-        browser.goto_nav(teacher, "lessons")  # in the unlocked session (a new address would be a new session)
-        teacher.locator('[data-testid="stMain"] [data-testid="stSelectbox"]', has_text="Lesson").first.click()
-        teacher.get_by_role("option", name="Following").first.click()
-        browser.wait_idle(teacher)
-        teacher.get_by_role("button", name="Present it").click()
-        teacher.wait_for_function(f"() => document.body.innerText.includes('step 1 of {STEPS}')", timeout=180_000)
-        browser.wait_idle(teacher, 300_000)
+        browser.present_lesson(teacher, "Following")  # in the unlocked session (a new address: a new session)
         niced = _niced_chromium(pw, tmp_path)
         students = [_open(niced, url, "follow=true") for _ in range(5)]
         _waits_for(students, 1, 60)  # they join the teacher's step at once on opening

@@ -227,6 +227,18 @@ def unlock(page, key: str, timeout: float = 60_000) -> None:
     wait_idle(page)
 
 
+def present_lesson(page, title: str, timeout: float = 300_000) -> None:
+    """In this session (the owner's, or a teacher's unlocked one): the Lessons page, the lesson titled ``title``,
+    Present it; returns once step 1 shows and the run is over."""
+    goto_nav(page, "lessons", timeout=timeout)
+    page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]', has_text="Lesson").first.click()
+    page.get_by_role("option", name=title).first.click()
+    wait_idle(page)
+    page.get_by_role("button", name="Present it").click()
+    page.wait_for_function("() => /step 1 of \\d+:/.test(document.body.innerText)", timeout=timeout)
+    wait_idle(page, timeout)
+
+
 def cache_listing(root: Path) -> dict[str, tuple[int, int]]:
     """Every file under a cache folder with its size and modification time (locks left out)."""
     return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
