@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached, figures, follow, lessons_view, links, roles, timing
+from headprune_app import cached, figures, follow, lessons_view, links, page_end, roles, timing
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
 from headprune_core.data.refs import names_task
@@ -134,8 +134,8 @@ with timing.script_run() as run:  # HEADPRUNE_PAGE_LOG: each run's page and seco
     menu = lessons_view.top_row(top, lesson)  # before the sidebar's toggle: leaving presentation sets its state
     st.session_state["selection"] = sidebar(lesson is not None and not follow.presenter())
     try:
-        with roles.reading_only():  # a student's page computes nothing outside the queue
+        with roles.reading_only(), page_end.framed():  # a student's page computes nothing outside the queue
             nav.run()
-    finally:  # also after a page's st.stop(): the link as the page left it
+    finally:  # also after a page's end_page(): the link as the page left it
         links.top(top, menu)
         lessons_view.adder(top, nav.url_path or "home", nav.title, menu)

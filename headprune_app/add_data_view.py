@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, roles
+from headprune_app.page_end import end_page
 from headprune_core.base.cache import cache_root
 from headprune_core.base.files import safe_filename, write_file_atomic
 from headprune_core.data.loading import load_local
@@ -64,7 +65,7 @@ def pick_splits(names: list[str]) -> list[str]:
               for col, split in zip(st.columns(3), guess)]
     if len(set(chosen)) != 3:
         st.error("Give each split its own file.")
-        st.stop()
+        end_page()
     return chosen
 
 

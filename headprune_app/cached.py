@@ -30,6 +30,7 @@ import torch
 
 from headprune_app import roles
 from headprune_app.compute_queue import AlreadyQueued, ComputeQueue, place_owner, slots_from_env, waiting_text
+from headprune_app.page_end import end_page
 from headprune_app.resident import resident
 from headprune_core.base.cache import cache_root
 from headprune_core.base.progress import TimeCapExceeded, time_cap
@@ -200,7 +201,7 @@ def guarded(fn: Callable, *args, what: str = "", **kwargs):
         st.error(f"{what + ': ' if what else ''}{message}")
         if "prepare" in message.lower() or "not prepared" in message.lower():
             offer_prepare()
-        st.stop()
+        end_page()
 
 
 def need_languages(sel: S.Selection, *, offer: bool = True) -> None:
@@ -211,7 +212,7 @@ def need_languages(sel: S.Selection, *, offer: bool = True) -> None:
     st.warning(f"No language selected, or no corpus of task '{sel.task}' is prepared in this cache.")
     if offer:
         offer_prepare()
-    st.stop()
+    end_page()
 
 
 def offer_prepare() -> None:
@@ -381,13 +382,13 @@ def evaluation(st_: Study, cfg) -> dict:
             st.warning(f"Not evaluated: this browser has stored {used} new evaluations on this server, the most one "
                        "student may (each is kept for everyone); the teacher can evaluate more.",
                        icon=":material/hourglass_disabled:")
-            st.stop()
+            end_page()
     try:
         with queued("evaluate under a mask"), st.spinner("Evaluating under this mask ..."):
             return st_.evaluation(cfg)
     except (AlreadyQueued, TimeCapExceeded) as err:
         st.warning(f"Not evaluated: {err}.", icon=":material/hourglass_disabled:")
-        st.stop()
+        end_page()
 
 
 def _mask_key(mask) -> tuple:
@@ -577,5 +578,5 @@ def selection() -> S.Selection:
     sel = st.session_state.get("selection")
     if sel is None:
         st.error("This page is part of the headprune dashboard: start it with `streamlit run app.py`.")
-        st.stop()
+        end_page()
     return sel

@@ -11,6 +11,7 @@ import numpy as np
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, links, roles, state
+from headprune_app.page_end import end_page
 from headprune_core.base.choices import LAYER_PARTS
 from headprune_core.base.choices import STRATEGIES as CORE_STRATEGIES
 from headprune_core.base.files import safe_filename
@@ -76,7 +77,7 @@ def ranking_for(study, sel: S.Selection, ft, p: Params):
         if not cached.offer_compute(study, [(f"learned pruning of {sel.task} ({p.target:.0%} of the heads)",
                                              learned_ft)], key=f"learned:{p.target}",
                                     note="hard-concrete head gates trained for one epoch after this fine-tune"):
-            st.stop()
+            end_page()
         learned = study.learned(learned_ft)  # reads the run's log, not its weights
         return learned.ranking(), learned
     if p.strategy not in ("importance", "reverse", "custom"):
@@ -86,7 +87,7 @@ def ranking_for(study, sel: S.Selection, ft, p: Params):
         cached.offer_compute(study, [(f"head scores {sel.task}/{p.rank_lang} ({sel.method})",
                                       S.score_config(study, sel, p.rank_lang))], key="ranking",
                              note="the ranking this strategy prunes by")
-        st.stop()
+        end_page()
     return ranking, None
 
 

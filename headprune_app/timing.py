@@ -22,14 +22,19 @@ def script_run() -> Iterator[dict]:
     """Time the block; set ``info["page"]`` inside (the page is known only once navigation ran)."""
     info = {"page": ""}
     wall, cpu = time.perf_counter(), time.thread_time()
+    path = os.environ.get(ENV)
+    first = _who() if path else {}
     try:
         yield info
     finally:
-        path = os.environ.get(ENV)
         if path:
+            try:
+                who = _who()  # the address as the run left it (a step applied in the run)
+            except BaseException:  # noqa: BLE001 (after st.stop() every Streamlit call raises again)
+                who = first
             line = json.dumps({"page": info["page"], "wall": round(time.perf_counter() - wall, 4),
                                "cpu": round(time.thread_time() - cpu, 4), "end": round(time.time(), 3),
-                               **_who()})
+                               **who})
             with open(path, "a", encoding="utf-8") as f:  # one short write per run: lines do not interleave
                 f.write(line + "\n")
 

@@ -6,6 +6,7 @@ import streamlit as st
 
 from headprune_app import add_data_view as V
 from headprune_app import cached, captions, figures, roles
+from headprune_app.page_end import end_page
 from headprune_core.data.formats import FORMATS
 from headprune_core.plans import selection as S
 
@@ -50,7 +51,7 @@ with upload_tab:
                                 sel.model, V.max_length(sel))
             except cached.problems() as err:
                 st.error(f"This file cannot be used as it is: {V.message(err, kept)}")
-                st.stop()
+                end_page()
             V.preview_panel(rep, sel.model)
             replace = st.checkbox("Replace a corpus registered under the same name and language", key="add_replace")
             if st.button("Register", type="primary", key="register", disabled=not (name and lang)):

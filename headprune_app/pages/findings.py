@@ -3,6 +3,7 @@
 import streamlit as st
 
 from headprune_app import cached, captions, figures, findings_view
+from headprune_app.page_end import end_page
 from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
@@ -12,7 +13,7 @@ with about:
 if not cached.model_info(sel.model)["ready"] or not sel.langs:
     st.warning(captions.findings_unprepared(sel.model, sel.task))
     cached.offer_prepare()
-    st.stop()
+    end_page()
 f = cached.guarded(findings_view.findings, sel, what="Cannot set up the findings")
 with about:
     st.markdown(f"{cached.model_caption(f.plan.model)}  \n**Plan:** {f.plan.name}: {f.plan.description}")

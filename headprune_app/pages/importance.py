@@ -3,6 +3,7 @@
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures
+from headprune_app.page_end import end_page
 from headprune_core.base.files import safe_filename
 from headprune_core.plans import selection as S
 
@@ -21,7 +22,7 @@ cached.need_languages(sel)
 raws, maps, items = cached.guarded(cached.importance_maps, study, sel, what="Cannot find the head scores")
 cached.offer_compute(study, items, key="importance", note="head scores")
 if not maps:
-    st.stop()
+    end_page()
 
 zmin = min(float(m.min()) for m in maps.values())
 zmax = max(float(m.max()) for m in maps.values())

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, state
+from headprune_app.page_end import end_page
 from headprune_core.encoders.inspector import MAX_CHARS, bounded_words
 from headprune_core.plans import selection as S
 
@@ -17,7 +18,7 @@ with about:
 ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
 if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft)],
                             key="inspector"):
-    st.stop()
+    end_page()
 
 current = state.current_mask(ft.key(), sel.task)
 with figures.aside(about):
@@ -37,7 +38,7 @@ if cut:
     st.caption(f":orange[{cut}]")
 if not words:
     st.warning("Type a sentence to tag.")
-    st.stop()
+    end_page()
 
 full = cached.guarded(cached.tag, study, ft, sel.task, words, what="Cannot tag the sentence now")
 masked = None

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from headprune_app import captions, figures, lessons_view, roles
+from headprune_app.page_end import end_page
 from headprune_core.plans import lessons as L
 
 about = figures.heading("Lessons")
@@ -15,7 +16,7 @@ for problem in problems:
     st.warning(problem, icon=":material/school:")
 if not found:
     st.info("No lessons yet: add a view to a new lesson with **Add to a lesson** at the top of any page.")
-    st.stop()
+    end_page()
 if done := st.session_state.pop("_lesson_done", None):
     st.success(done, icon=":material/check:")
 name = st.selectbox("Lesson", list(found), format_func=lambda n: f"{found[n].title} ({n})", key="lessons_pick")

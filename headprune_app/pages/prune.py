@@ -4,6 +4,7 @@ import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, links, state
 from headprune_app import prune_view as V
+from headprune_app.page_end import end_page
 from headprune_core.methods.uncertainty import describe_ci, describe_diff
 from headprune_core.plans import selection as S
 
@@ -23,7 +24,7 @@ ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-
 base_cfg = S.eval_config(study, sel, sel.lang)
 if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft),
                                     (f"unpruned evaluation {sel.task}/{sel.lang}", base_cfg)], key="prune-base"):
-    st.stop()
+    end_page()
 shape = cached.head_shape(sel.model)
 
 V.apply_grid_click()

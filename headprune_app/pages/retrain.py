@@ -4,6 +4,7 @@ language against the unpruned model, with intervals."""
 import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, retrain_view, roles
+from headprune_app.page_end import end_page
 from headprune_core.base.choices import RETRAIN_STRATEGIES
 from headprune_core.plans import selection as S
 from headprune_core.runs.jobs import study_jobs
@@ -64,7 +65,7 @@ with st.expander("Run a new prune-then-retrain experiment", expanded=not found):
                                          sentences=int(sentences))
     except ValueError as err:
         st.error(f"Cannot set up this experiment: {err}")
-        st.stop()
+        end_page()
     n_runs = len(rc.points()) * len(rc.train_seeds())
     if study.store.has(rc):
         st.success("This experiment is cached: pick it above.")

@@ -5,6 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from headprune_app import cached, roles, runs_view
+from headprune_app.page_end import end_page
 from headprune_core.plans import selection as S
 from headprune_core.plans.presets import available_plans
 
@@ -46,7 +47,7 @@ runs_view.cache_panel(Path(cached.root()))
 st.subheader("Launch a study")
 if not roles.is_teacher():
     roles.student_note("launching a study")
-    st.stop()
+    end_page()
 plans, _ = available_plans()
 name = st.selectbox("Plan", list(plans), index=list(plans).index(sel.plan.name) if sel.plan.name in plans else 0,
                     key="launch_plan")

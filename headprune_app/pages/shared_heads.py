@@ -5,6 +5,7 @@ import streamlit as st
 
 from headprune_app import affinity_view as V
 from headprune_app import cached, captions, figures, links, shared_view
+from headprune_app.page_end import end_page
 from headprune_core.multitask.affinity import shared_heads
 from headprune_core.plans import selection as S
 
@@ -48,13 +49,13 @@ else:
 if len(maps) < 2:
     if maps:
         st.info(f"Only one map is cached: shared heads need at least two {what}.")
-    st.stop()
+    end_page()
 if not complete:
     st.caption(f"Showing the {len(maps)} {what} whose maps are cached.")
 shared_view.top_sets(shared_heads(maps, top_percent=top_p), what=what, top_p=top_p)
 
 if group != "tasks":
-    st.stop()
+    end_page()
 st.header("Learned pruning: stem cells (He & Choi)")
 st.markdown(captions.STEM_CELLS)
 target = links.select_slider("Share of heads learned pruning removes", [0.25, 0.5, 0.75], value=0.5,
@@ -63,5 +64,5 @@ cells = cached.guarded(V.stemcells, gts, target, what="Cannot set up learned pru
 summary = V.stemcells_summary(cells)
 if summary is None:
     V.offer_stemcells(cells, key=f"{plan.name}:{target}")
-    st.stop()
+    end_page()
 shared_view.stem_cells(summary, target=target)

@@ -6,6 +6,7 @@ import streamlit as st
 from headprune_app import affinity_charts as AC
 from headprune_app import affinity_view as V
 from headprune_app import cached, captions, figures, links
+from headprune_app.page_end import end_page
 from headprune_core.base.files import safe_filename
 from headprune_core.methods.similarity import correlation_matrix
 from headprune_core.multitask.affinity import rank_auxiliary, select_threshold
@@ -33,7 +34,7 @@ complete = cached.guarded(V.offer_maps, gts, key=f"{name}:{method}", what="Canno
 maps = V.maps(gts)
 if not complete:
     if len(maps) < 2:
-        st.stop()
+        end_page()
     st.caption(f"Showing the {len(maps)} units whose maps are cached.")
 
 names, matrix = correlation_matrix(maps, kind="kendall" if kind.startswith("Kendall") else "spearman")
@@ -64,7 +65,7 @@ V.selection_panel(gts, primary, chosen, key=f"{name}:{primary}:{'+'.join(chosen)
 st.subheader("Validation: did the selected tasks help?")
 if res is None:
     V.offer_validation(gts, key=f"{name}:{method}")
-    st.stop()
+    end_page()
 result = res["result"]
 table = validation_table(result)
 figures.show(AC.validation_chart(table), name=f"gradts_{plan.name}_validation", key="validation",

@@ -3,14 +3,21 @@ page says what is missing and offers to compute it; never a traceback."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
+from headprune_app.timing import ENV as PAGE_LOG
 from headprune_core.findings.hypotheses import HYPOTHESES
 from headprune_core.runs.store import Store
 from tests.helpers.app import PAGES, make_app, plan_size, run_page, summary_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+TITLES = {"home": "Overview", "importance": "Head importance", "prune": "Prune & evaluate",
+          "inspector": "Head inspector", "findings": "Findings"}
 
 
 def texts(at) -> str:
@@ -34,10 +41,15 @@ def test_unprepared_cache_says_so_and_offers_to_prepare(tmp_path, monkeypatch, p
 
 
 @pytest.mark.parametrize("page", ["home", "importance", "prune", "inspector", "findings"])
-def test_no_results_yet_lists_what_is_missing_and_offers_to_compute(no_runs_cache, monkeypatch, page):
+def test_no_results_yet_lists_what_is_missing_and_offers_to_compute(no_runs_cache, monkeypatch, tmp_path, page):
+    log = tmp_path / "pages.jsonl"
+    monkeypatch.setenv(PAGE_LOG, str(log))
     at = make_app(no_runs_cache["root"], monkeypatch)
     at.run()
     run_page(at, page)
+    # the page ended early (end_page), and the frame still drew its closing parts: the view's link, the page log
+    assert any("?" in c.value or c.value.startswith("http") for c in at.code), [c.value for c in at.code]
+    assert json.loads(log.read_text().splitlines()[-1])["page"] == TITLES[page]
     if page == "home":
         n = plan_size(no_runs_cache["plan"])
         assert [m.value for m in at.metric if m.label == "results cached"] == [f"0 of {n}"]
