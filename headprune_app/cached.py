@@ -73,9 +73,14 @@ def _sourced(model_id: str, root: str, finetuned: bool, sources_json: str) -> St
 def study(model_id: str, *, sources: dict | None = None, finetuned: bool = False) -> Study:
     """The shared Study of ``model_id`` for the current cache folder (``HEADPRUNE_CACHE``); with data
     ``sources`` (a plan's), a Study of its own that shares the loaded model."""
+    return study_in(str(cache_root()), model_id, sources=sources, finetuned=finetuned)
+
+
+def study_in(root: str, model_id: str, *, sources: dict | None = None, finetuned: bool = False) -> Study:
+    """:func:`study` for the cache folder ``root`` (no Streamlit call: a background thread may ask)."""
     if not sources:
-        return _study(model_id, str(cache_root()), finetuned)
-    return _sourced(model_id, str(cache_root()), finetuned, json.dumps(sources, sort_keys=True))
+        return _study(model_id, root, finetuned)
+    return _sourced(model_id, root, finetuned, json.dumps(sources, sort_keys=True))
 
 
 def study_for(sel: S.Selection) -> Study:

@@ -61,6 +61,9 @@ class _Shared:
         self.lock = threading.Lock()
         self.findings: dict[tuple, Findings] = {}
         self.cards: dict[tuple, tuple[tuple, list[Card], list[dict]]] = {}
+        self.starting = threading.Lock()  # held an instant: who starts a background reading
+        self.warming: set[tuple] = set()  # (plan, model, cache folder) being read by a background thread
+        self.failed: dict[tuple, Exception] = {}  # a background reading that failed (a session reads again)
 
 
 @resident()
@@ -76,27 +79,69 @@ def findings(sel: S.Selection) -> Findings:
 
 def findings_of(plan, model: str) -> Findings:
     """The Findings of ``plan``'s findings plan on ``model``, kept once per server."""
-    key = ("findings", plan.name, model, cached.root())
+    return _findings_of(plan, model, cached.head_shape(model), cached.root())
+
+
+def _findings_of(plan, model: str, shape: tuple[int, int], root: str) -> Findings:
+    """:func:`findings_of` with the model's shape and the cache folder given (no Streamlit call: a background
+    thread builds it too)."""
+    key = ("findings", plan.name, model, root)
     shared = _shared()
     with shared.lock:
         if key not in shared.findings:
-            fplan = findings_plan(replace(plan, model=model), cached.head_shape(model))
-            shared.findings[key] = Findings(cached.study(fplan.model, sources=fplan.sources or None), fplan)
+            fplan = findings_plan(replace(plan, model=model), shape)
+            shared.findings[key] = Findings(cached.study_in(root, fplan.model, sources=fplan.sources or None), fplan)
         return shared.findings[key]
 
 
 def quoted(notes: str, plan_name: str) -> str:
     """A lesson's ``notes`` with each ``{card:ID}`` filled from the live card of plan ``plan_name``'s findings
-    (read from the cache once per server and state of its results; nothing computes)."""
+    (read from the cache once per server and state of its results; nothing computes). While the server is still
+    reading them (:func:`warm`, about 15 s of CPU for the demo) the notes say so rather than hold up the step."""
     if not card_ids(notes):
         return notes
     try:
         plan = find_plan(plan_name)
         if not cached.model_info(plan.model)["ready"]:
             return fill(notes, [], unavailable=f"cannot be read here (the model {plan.model} is not prepared)")
+        if not warm(plan):
+            return fill(notes, [], unavailable="is being read on the server (open the notes again in a moment)")
         return fill(notes, cards(findings_of(plan, plan.model)))
     except (OSError, ValueError, KeyError, RuntimeError) as err:  # a corpus not prepared, a bad plan
         return fill(notes, [], unavailable=f"cannot be read here ({err.args[0] if err.args else err})")
+
+
+def warm(plan) -> bool:
+    """Whether the cards of ``plan``'s findings (on its own model) are held for the newest state of its results;
+    if not, start reading them in a background thread, once per server: a lesson step that quotes a card, or the
+    Findings page, then finds them ready instead of making the whole class wait behind one reading. A reading
+    that failed counts as ready: the caller reads again and shows the error."""
+    shape, root = cached.head_shape(plan.model), cached.root()
+    key = (plan.name, plan.model, root)
+    shared = _shared()
+    # read without the main lock, which a reading holds for seconds (a dict's get is atomic)
+    if key in shared.failed:
+        return True
+    f = shared.findings.get(("findings", plan.name, plan.model, root))
+    held = shared.cards.get((f.plan.name, f.plan.model, root)) if f is not None else None
+    if held is not None and held[0] == _signature(f):
+        return True
+    with shared.starting:
+        if key in shared.warming:
+            return False
+        shared.warming.add(key)
+
+    def read() -> None:
+        try:
+            _held(_findings_of(plan, plan.model, shape, root), root)
+        except Exception as err:  # noqa: BLE001 (kept and shown by the next reading in a session)
+            shared.failed[key] = err
+        finally:
+            with shared.starting:
+                shared.warming.discard(key)
+
+    threading.Thread(target=read, name=f"headprune-cards-{plan.name}", daemon=True).start()
+    return False
 
 
 def cards(f: Findings) -> list[Card]:
@@ -104,17 +149,29 @@ def cards(f: Findings) -> list[Card]:
     rule) once per server and state of the plan's results, and shared by every session; each at the look of the
     staged design that decided it when a later look is in the cache (``headprune findings --budget``), else the
     plain cards."""
+    found, looks = _held(f, cached.root())
+    st.session_state["_findings_looks"] = looks
+    return found
+
+
+def _signature(f: Findings) -> tuple:
+    """Which of the plan's results are in the cache (the cards are read again when this changes)."""
+    return tuple(f.study.store.has(j.cfg) for j in f.jobs)
+
+
+def _held(f: Findings, root: str) -> tuple[list[Card], list[dict]]:
+    """The cards and the staged design's looks for the newest state of ``f``'s results (in cache folder
+    ``root``), read once per state."""
     from headprune_core.findings.staged import read_staged
-    signature = tuple(f.study.store.has(j.cfg) for j in f.jobs)
-    key = (f.plan.name, f.plan.model, cached.root())
+    signature = _signature(f)
+    key = (f.plan.name, f.plan.model, root)
     shared = _shared()
     with shared.lock:
         held = shared.cards.get(key)
         if held is None or held[0] != signature:
             state = read_staged(f.study, f.plan, draws=f.draws, first=f)
             held = shared.cards[key] = (signature, state.cards, state.looks)
-    st.session_state["_findings_looks"] = held[2]
-    return held[1]
+    return held[1], held[2]
 
 
 def forget() -> None:
@@ -123,6 +180,7 @@ def forget() -> None:
     with shared.lock:
         shared.findings.clear()
         shared.cards.clear()
+        shared.failed.clear()
 
 
 def staged_caption() -> None:

@@ -19,9 +19,10 @@ import streamlit as st
 from headprune_app import cached, figures, findings_view, follow, links, roles
 from headprune_app.resident import resident
 from headprune_core.base.text import md_code, md_text
+from headprune_core.findings.quote import card_ids
 from headprune_core.plans import lessons as L
 from headprune_core.plans.lessons import Lesson, available
-from headprune_core.plans.presets import available_plans
+from headprune_core.plans.presets import available_plans, find_plan
 
 PAGE_FILES = {p: f"headprune_app/pages/{p}.py" for p in L.PAGES}
 AT = "_lesson_at"  # (lesson, step) this session last switched to
@@ -166,6 +167,7 @@ def route(page_name: str) -> tuple[Lesson, int] | None:
         step = lesson.steps[k - 1]
         st.session_state[AT] = (lesson.name, k)
         follow.arrived(lesson.name, k, by_hand=False)
+        prefetch(lesson)
         # a link on another page, or one that lacks some of the step's choices (typed by hand): apply the step
         lacking = [key for key, _ in step.params if key not in st.query_params]
         if not step.problem and (step.page != page_name or lacking or (lesson.plan and "plan" not in st.query_params)):
@@ -178,6 +180,13 @@ def route(page_name: str) -> tuple[Lesson, int] | None:
     if _page_of(lesson, k) == page_name:
         st.session_state.pop(SWITCHING, None)
     return at
+
+
+def prefetch(lesson: Lesson) -> None:
+    """When a lesson's notes quote Findings cards: have the server read its plan's cards now, in the background
+    (:func:`findings_view.warm`), so the step that quotes them does not wait for that reading."""
+    if any(card_ids(step.notes) for step in lesson.steps) and plan_problem(lesson) is None:
+        findings_view.warm(find_plan(lesson.plan or "demo"))
 
 
 def _page_of(lesson: Lesson, k: int) -> str:

@@ -4,6 +4,9 @@ notes' HTML is shown as text."""
 
 from __future__ import annotations
 
+import time
+
+from headprune_core.findings.quote import quote
 from tests.helpers.app import make_app
 
 LESSON = "attention-heads-across-languages"
@@ -254,3 +257,33 @@ def test_lesson_files_are_read_again_only_when_one_changes(fixture_cache, tmp_pa
     path.write_text(path.read_text() + "\n## Second look\nview: prune?task=pos\n\nTwo.\n")
     _ok(at)
     assert len(reads) == 2 and "step 1 of 2" in _bar(at)
+
+
+def test_quoted_cards_are_read_in_the_background_and_do_not_hold_up_the_step(fixture_cache, tmp_path, monkeypatch):
+    """A step whose notes quote a card shows at once ("being read on the server"); the server reads the plan's
+    cards once, in a thread started when the lesson opened, and the next run quotes the live card."""
+    from headprune_app import findings_view
+
+    cache = _private(fixture_cache, tmp_path)
+    (cache / "lessons").mkdir()
+    plan = fixture_cache["plan"].name
+    (cache / "lessons" / "quoting.md").write_text(
+        f"---\ntitle: Quoting\nplan: {plan}\n---\n\n## First\nview: home\n\nNo card here.\n\n"
+        "## Second\nview: importance\n\nCard a1 reads {card:a1}.\n")
+    at = make_app(cache, monkeypatch)
+    at.query_params["lesson"], at.query_params["step"] = "quoting", "1"
+    _ok(at)
+    key = (plan, fixture_cache["plan"].model, str(cache))
+    shared = findings_view._shared()
+    assert key in shared.warming or any(k[2] == str(cache) for k in shared.cards)  # started by step 1
+    deadline = time.monotonic() + 120
+    while key in shared.warming and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert key not in shared.warming and key not in shared.failed, shared.failed.get(key)
+    _click(at, "lesson_next")
+    notes = " ".join(m.value for m in at.markdown if "Card a1 reads" in m.value).replace("\\", "")
+    assert notes and "[card a1:" not in notes and "unknown card" not in notes, notes
+    live = next(c for c in findings_view._held(findings_view.findings_of(fixture_cache["plan"],
+                                                                          fixture_cache["plan"].model),
+                                               str(cache))[0] if c.key == "a1")
+    assert quote(live).replace("\\", "") in notes
