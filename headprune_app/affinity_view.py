@@ -130,7 +130,7 @@ def offer_maps(gts: GradTS, *, key: str) -> bool:
     cfgs = [gts.score_config(u) for u in todo]
     if roles.owner_button(f"Compute {len(todo)} head map(s) ({cached.estimate_text(gts.study, cfgs)})",
                           key=f"maps:{key}", type="primary", what="computing head maps"):
-        if cached.run_jobs(gts.study, study_jobs(gts.study, cfgs, names=[f"head map {u}" for u in todo]),
+        if cached.compute_jobs(gts.study, study_jobs(gts.study, cfgs, names=[f"head map {u}" for u in todo]),
                            title="Head maps"):
             st.rerun()
     return False
@@ -148,7 +148,7 @@ def offer_validation(gts: GradTS, *, key: str) -> None:
     cfg = gts.config()
     if roles.owner_button(f"Run the validation ({cached.estimate_text(gts.study, [cfg])}, a rough upper estimate)",
                           key=f"validate:{key}", type="primary", what="running the GradTS validation"):
-        if cached.run_jobs(gts.study, [Job(f"GradTS {p.name}", cfg, gts.run)], title="GradTS validation", gts=gts,
+        if cached.compute_jobs(gts.study, [Job(f"GradTS {p.name}", cfg, gts.run)], title="GradTS validation", gts=gts,
                            steps=gts.expected_jobs()):
             st.rerun()
 
@@ -159,7 +159,7 @@ def offer_selection(gts: GradTS, primary: str, aux: list[str], *, key: str) -> N
     if roles.owner_button(f"Train {primary} with these {len(aux)} unit(s) ({cached.estimate_text(gts.study, cfgs)})",
                           key=f"selection:{key}", what="training"):
         names = [f"evaluate {primary} with {len(aux)} auxiliary ({split})" for split in ("validation", "test")]
-        if cached.run_jobs(gts.study, study_jobs(gts.study, cfgs, names=names), title="Multi-task run"):
+        if cached.compute_jobs(gts.study, study_jobs(gts.study, cfgs, names=names), title="Multi-task run"):
             st.rerun()
 
 
@@ -188,7 +188,7 @@ def offer_stemcells(cells, *, key: str) -> None:
                "are the starting points.")
     if roles.owner_button(f"Run learned pruning ({cached.estimate_text(cells.study, missing)})",
                           key=f"stemcells:{key}", type="primary", what="learned pruning (training)"):
-        if cached.run_jobs(cells.study, study_jobs(cells.study, missing), title="Learned pruning"):
+        if cached.compute_jobs(cells.study, study_jobs(cells.study, missing), title="Learned pruning"):
             st.rerun()
 
 

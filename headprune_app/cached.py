@@ -46,7 +46,7 @@ from headprune_core.methods.importance import normalise
 from headprune_core.methods.similarity import spearman_chance_band, spearman_matrix
 from headprune_core.plans import selection as S
 from headprune_core.plans.plan import plan_jobs
-from headprune_core.plans.progress import running_sweeps
+from headprune_core.plans.sweep_record import running_sweeps
 from headprune_core.runs.config import RunConfig
 from headprune_core.runs.estimate import describe_estimate, estimate_jobs
 from headprune_core.runs.jobs import Job, JobFailed, study_jobs
@@ -236,10 +236,10 @@ def offer_prepare() -> None:
 
 # --- reading results -------------------------------------------------------------------------------------------
 
-def status(st_: Study, cfg: RunConfig) -> str:
+def status(study: Study, cfg: RunConfig) -> str:
     """``ok``, ``missing`` or ``corrupt`` (files missing, of the wrong size, or written for another config),
     without loading the entry."""
-    return st_.store.status(cfg)
+    return study.store.status(cfg)
 
 
 @st.cache_data(show_spinner=False, max_entries=2048)
@@ -247,20 +247,20 @@ def _read(path: str, mtime_ns: int, _store: Store, _cfg: RunConfig) -> dict | No
     return _store.get(_cfg)
 
 
-def read(st_: Study, cfg: RunConfig) -> dict | None:
+def read(study: Study, cfg: RunConfig) -> dict | None:
     """Stored artifacts of ``cfg`` (never computes); None if absent or corrupt. Not for fine-tuned weights."""
-    path = st_.store.path_for(cfg)
+    path = study.store.path_for(cfg)
     try:
         mtime = (path / ENTRY).stat().st_mtime_ns
     except OSError:
         return None
-    return _read(str(path), mtime, st_.store, cfg)
+    return _read(str(path), mtime, study.store, cfg)
 
 
-def state(st_: Study, cfg: RunConfig) -> str:
+def state(study: Study, cfg: RunConfig) -> str:
     """Like :func:`status`, but also ``corrupt`` when the files exist and cannot be read."""
-    s = status(st_, cfg)
-    if s == "ok" and cfg.kind != "finetune" and read(st_, cfg) is None:
+    s = status(study, cfg)
+    if s == "ok" and cfg.kind != "finetune" and read(study, cfg) is None:
         return "corrupt"
     return s
 
@@ -294,7 +294,8 @@ class _Bar:
         self.bar.progress(1.0, text=f"{self.title}: done {n} job(s) in {time.perf_counter() - self.start:.1f} s")
 
 
-def run_jobs(st_: Study, jobs: Sequence[Job], *, title: str = "Computing", gts=None, steps: int | None = None) -> bool:
+def compute_jobs(study: Study, jobs: Sequence[Job], *, title: str = "Computing", gts=None,
+                 steps: int | None = None) -> bool:
     """Run ``jobs`` (the core's :func:`~headprune_core.runs.jobs.run_jobs`) alone in the compute queue with one
     progress bar; with ``gts`` (a GradTS whose jobs run it), the bar follows its ``steps`` cached steps instead
     of the job count. False (and a message naming the failed job) on failure; what finished stays cached."""
@@ -304,44 +305,44 @@ def run_jobs(st_: Study, jobs: Sequence[Job], *, title: str = "Computing", gts=N
         return False
     bar = _Bar(title, steps or len(jobs))
     with queued(title, exclusive=True):  # alone: the bar hooks the shared Study's progress
-        old = (st_.on_progress, gts.on_job if gts is not None else None)
-        st_.on_progress = bar.within
+        old = (study.on_progress, gts.on_job if gts is not None else None)
+        study.on_progress = bar.within
         if gts is not None:
             gts.on_job = bar.step
         try:
-            core_run_jobs(jobs, st_.store, on_job=None if gts is not None else bar.job)
+            core_run_jobs(jobs, study.store, on_job=None if gts is not None else bar.job)
         except JobFailed as err:
             bar.bar.empty()
             st.error(f"{title} failed at {err}")
             return False
         finally:
-            st_.on_progress = old[0]
+            study.on_progress = old[0]
             if gts is not None:
                 gts.on_job = old[1]
     bar.finish(len(jobs))
     return True
 
 
-def missing_items(st_: Study, items: Sequence[Item]) -> list[tuple[str, RunConfig, str]]:
+def missing_items(study: Study, items: Sequence[Item]) -> list[tuple[str, RunConfig, str]]:
     """(what, cfg, "missing" | "corrupt") for the items that cannot be shown."""
     out = []
     for what, cfg in items:
-        s = state(st_, cfg)
+        s = state(study, cfg)
         if s != "ok":
             out.append((what, cfg, s))
     return out
 
 
-def estimate_text(st_: Study, cfgs: Sequence[RunConfig]) -> str:
+def estimate_text(study: Study, cfgs: Sequence[RunConfig]) -> str:
     """How long computing ``cfgs`` (and what they read that is missing) takes here, from the job times
     measured in this cache."""
-    return describe_estimate(estimate_jobs(st_.store, list(cfgs)))
+    return describe_estimate(estimate_jobs(study.store, list(cfgs)))
 
 
-def offer_compute(st_: Study, items: Sequence[Item], *, key: str, note: str = "") -> bool:
+def offer_compute(study: Study, items: Sequence[Item], *, key: str, note: str = "") -> bool:
     """If some ``items`` are missing or corrupt: say which, offer a button computing them (each after what it
     reads, with progress), rerun when done. Returns True when everything is there."""
-    todo = missing_items(st_, items)
+    todo = missing_items(study, items)
     if not todo:
         return True
     lines = [f"- {what}: **{s}**" + (" (unreadable files; it will be recomputed)" if s == "corrupt" else "")
@@ -349,36 +350,36 @@ def offer_compute(st_: Study, items: Sequence[Item], *, key: str, note: str = ""
     st.warning(f"{len(todo)} result(s) needed here are not in the cache{': ' + note if note else ''}\n\n"
                + "\n".join(lines) + background_note())
     cfgs = [cfg for _, cfg, _ in todo]
-    if roles.owner_button(f"Compute {len(todo)} missing result(s) ({estimate_text(st_, cfgs)})",
+    if roles.owner_button(f"Compute {len(todo)} missing result(s) ({estimate_text(study, cfgs)})",
                           key=f"compute:{key}", type="primary", what="computing missing results"):
-        if run_jobs(st_, study_jobs(st_, cfgs, names=[w for w, _, _ in todo]), title="Computing"):
+        if compute_jobs(study, study_jobs(study, cfgs, names=[w for w, _, _ in todo]), title="Computing"):
             st.rerun()
     return False
 
 
-def plan_status(st_: Study, plan) -> list[dict]:
+def plan_status(study: Study, plan) -> list[dict]:
     """Every job of ``plan`` with its cache status (nothing is computed)."""
     return [{"job": j.what, "kind": j.cfg.kind, "lang": getattr(j.cfg, "lang", None),
-             "status": status(st_, j.cfg), "_job": j} for j in plan_jobs(st_, plan)]
+             "status": status(study, j.cfg), "_job": j} for j in plan_jobs(study, plan)]
 
 
-def run_plan(st_: Study, plan, rows: list[dict] | None = None) -> bool:
+def compute_plan(study: Study, plan, rows: list[dict] | None = None) -> bool:
     """Compute every job of ``plan`` that is missing or corrupt (``rows``: its :func:`plan_status`), with a
     progress bar."""
-    rows = plan_status(st_, plan) if rows is None else rows
+    rows = plan_status(study, plan) if rows is None else rows
     todo = [r["_job"] for r in rows if r["status"] != "ok"]
     if not todo:
         st.success(f"Nothing to compute: all {len(rows)} results of '{plan.name}' are cached.")
         return True
-    return run_jobs(st_, todo, title=f"Study {plan.name}")
+    return compute_jobs(study, todo, title=f"Study {plan.name}")
 
 
 # --- model work (through the compute queue)
 # ----------------------------------------------------------------------------------
 
-def evaluation(st_: Study, cfg) -> dict:
+def evaluation(study: Study, cfg) -> dict:
     """Metric and report for an evaluation config: read when cached, else computed now (one pass, seconds)."""
-    found = read(st_, cfg)
+    found = read(study, cfg)
     if found is not None:
         return found["result"]
     if not roles.is_teacher():
@@ -390,7 +391,7 @@ def evaluation(st_: Study, cfg) -> dict:
             end_page()
     try:
         with queued("evaluate under a mask"), st.spinner("Evaluating under this mask ..."):
-            return st_.evaluation(cfg)
+            return study.evaluation(cfg)
     except (AlreadyQueued, TimeCapExceeded) as err:
         st.warning(f"Not evaluated: {err}.", icon=":material/hourglass_disabled:")
         end_page()
@@ -411,14 +412,14 @@ def _measure(ft_key: str, mask: tuple, task: str, lang: str, _st: Study, _ft) ->
         return measure_speed(model, torch.tensor(mask, dtype=torch.float32), batch)
 
 
-def measure(st_: Study, ft, mask, task: str, lang: str) -> dict:
+def measure(study: Study, ft, mask, task: str, lang: str) -> dict:
     """Parameters and latency of the physically pruned model vs the full one (timed on this machine; it takes
     the machine alone, so not for a student in class mode)."""
     roles.require("Timing the pruned model")
-    return _measure(ft.key(), _mask_key(mask), task, lang, st_, ft)
+    return _measure(ft.key(), _mask_key(mask), task, lang, study, ft)
 
 
-def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
+def pruned_zip(study: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
     """A callable building the pruned model folder as a zip (for ``st.download_button``'s deferred data)."""
     roles.require("Building a pruned model")
     mask_key = _mask_key(mask)
@@ -427,8 +428,8 @@ def pruned_zip(st_: Study, ft, mask, meta: dict) -> Callable[[], bytes]:
     def build() -> bytes:
 
         with queue.slot("build a pruned model", priority=0), tempfile.TemporaryDirectory() as tmp:  # teacher's
-            out = save_pruned(st_.finetuned(ft), torch.tensor(mask_key, dtype=torch.float32),
-                              Path(tmp) / "pruned", tokenizer=st_.loaded.tokenizer, meta=meta)
+            out = save_pruned(study.finetuned(ft), torch.tensor(mask_key, dtype=torch.float32),
+                              Path(tmp) / "pruned", tokenizer=study.loaded.tokenizer, meta=meta)
             buf = io.BytesIO()
             with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
                 for f in sorted(out.iterdir()):
@@ -447,9 +448,9 @@ def _tag(ft_key: str, task: str, words: tuple, mask: tuple | None, _st: Study, _
                             mask=m, max_length=_ft.max_length)
 
 
-def tag(st_: Study, ft, task: str, words: Sequence[str], mask=None) -> dict:
+def tag(study: Study, ft, task: str, words: Sequence[str], mask=None) -> dict:
     """The model's labels for ``words`` (with the heads of ``mask`` gated off)."""
-    return _tag(ft.key(), task, tuple(words), None if mask is None else _mask_key(mask), st_, ft)
+    return _tag(ft.key(), task, tuple(words), None if mask is None else _mask_key(mask), study, ft)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -462,9 +463,9 @@ def _attention(ft_key: str, words: tuple, layer: int, head: int, mask: tuple | N
         return pieces, att.numpy()
 
 
-def attention(st_: Study, ft, words: Sequence[str], layer: int, head: int, mask=None):
+def attention(study: Study, ft, words: Sequence[str], layer: int, head: int, mask=None):
     """(pieces, (seq, seq) attention) of one head on the sentence."""
-    return _attention(ft.key(), tuple(words), layer, head, None if mask is None else _mask_key(mask), st_, ft)
+    return _attention(ft.key(), tuple(words), layer, head, None if mask is None else _mask_key(mask), study, ft)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -522,15 +523,15 @@ def background_note() -> str:
 
 # --- page-level reads ------------------------------------------------------------------------------------------
 
-def importance_maps(st_: Study, sel: S.Selection) -> tuple[dict, dict, list[Item]]:
+def importance_maps(study: Study, sel: S.Selection) -> tuple[dict, dict, list[Item]]:
     """(raw maps, shown maps, items needed) for every selected language: shown = normalised as the frame says.
 
     Only cached maps are returned; the items list every (language) score the page needs, for offer_compute.
     """
-    items = [(f"head scores {sel.task}/{lang} ({sel.method})", S.score_config(st_, sel, lang)) for lang in sel.langs]
+    items = [(f"head scores {sel.task}/{lang} ({sel.method})", S.score_config(study, sel, lang)) for lang in sel.langs]
     raws, maps = {}, {}
     for (_, cfg), lang in zip(items, sel.langs):
-        found = read(st_, cfg)
+        found = read(study, cfg)
         if found is not None:
             raws[lang] = np.asarray(found["raw"], dtype=np.float64)
             maps[lang] = normalise(raws[lang], normalize=sel.normalize, minmax=sel.minmax)
@@ -543,9 +544,9 @@ def spearman(maps: dict) -> tuple[list[str], np.ndarray, float]:
     return names, rho, spearman_chance_band(next(iter(maps.values())).size)
 
 
-def ranking(st_: Study, sel: S.Selection, lang: str) -> np.ndarray | None:
+def ranking(study: Study, sel: S.Selection, lang: str) -> np.ndarray | None:
     """``lang``'s head scores normalised as the frame says (what pruning orders heads by); None if not cached."""
-    found = read(st_, S.score_config(st_, sel, lang))
+    found = read(study, S.score_config(study, sel, lang))
     return None if found is None else normalise(found["raw"], normalize=sel.normalize)
 
 
@@ -555,12 +556,12 @@ def mask(shape: tuple[int, int], strategy: str, k: int, *, ranking: np.ndarray |
     return strategy_mask(shape, strategy, k, ranking=ranking, seed=seed, part=part, custom=custom).numpy()
 
 
-def curves(st_: Study, sel: S.Selection, lang: str) -> tuple[list[dict], dict]:
+def curves(study: Study, sel: S.Selection, lang: str) -> tuple[list[dict], dict]:
     """Every cached curve for ``lang`` (with display names) and the configs of all candidates by name."""
     out, configs = [], {}
-    for name, cfg in S.curve_candidates(st_, sel, lang):
+    for name, cfg in S.curve_candidates(study, sel, lang):
         configs[name] = cfg
-        found = read(st_, cfg)
+        found = read(study, cfg)
         if found is not None:
             out.append({**found["curve"], "name": name})
     return out, configs

@@ -230,7 +230,7 @@ def offer(f: Findings) -> None:
         st.dataframe(pd.DataFrame([{"job": j.what, "kind": j.cfg.kind} for j in missing]), hide_index=True)
     if roles.owner_button(f"Compute the findings ({text})", type="primary", key="compute_findings",
                           what="computing the findings"):
-        if cached.run_jobs(f.study, missing, title="Findings"):
+        if cached.compute_jobs(f.study, missing, title="Findings"):
             forget()
             st.rerun()
 

@@ -42,10 +42,10 @@ def _signature() -> tuple:
     out = []
     for path in L.lesson_files():
         try:
-            st_ = path.stat()
+            info = path.stat()
         except OSError:  # gone since the listing: the next read says so or skips it
             continue
-        out.append((str(path), st_.st_ino, st_.st_mtime_ns, st_.st_size))
+        out.append((str(path), info.st_ino, info.st_mtime_ns, info.st_size))
     return tuple(out)
 
 

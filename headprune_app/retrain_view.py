@@ -27,20 +27,20 @@ def describe(rc: RefinetuneConfig) -> str:
             f"{rc.finetune.epochs:g} epochs")
 
 
-def results(st_: Study, task: str) -> list[tuple[str, RefinetuneConfig, dict]]:
-    """Every cached re-fine-tuning of ``st_``'s model on ``task`` (newest first): (description, config, result);
+def results(study: Study, task: str) -> list[tuple[str, RefinetuneConfig, dict]]:
+    """Every cached re-fine-tuning of ``study``'s model on ``task`` (newest first): (description, config, result);
     a model whose fingerprint cannot be computed (not prepared) has none."""
     out = []
-    for e in st_.store.entries("refinetune"):
+    for e in study.store.entries("refinetune"):
         if e.stale:
             continue
         try:
             rc = config_from_dict("refinetune", e.config)
         except (ValueError, TypeError):
             continue
-        if rc.finetune.model_fp != st_.model_fp or rc.finetune.tasks[0] != task:
+        if rc.finetune.model_fp != study.model_fp or rc.finetune.tasks[0] != task:
             continue
-        found = cached.read(st_, rc)
+        found = cached.read(study, rc)
         if found is not None:
             out.append((describe(rc), rc, found["result"]))
     return out
@@ -91,15 +91,15 @@ def thirds_rows(res: dict, langs) -> list[dict]:
     return rows
 
 
-def new_experiment(st_: Study, sel: S.Selection, *, strategy: str, levels: tuple[int, ...], seeds: tuple[int, ...],
+def new_experiment(study: Study, sel: S.Selection, *, strategy: str, levels: tuple[int, ...], seeds: tuple[int, ...],
                    train: dict, sentences: int) -> RefinetuneConfig:
     """A re-fine-tuning of the sidebar's task and setting: trained like ``train``, ranked (importance, reverse) on
     the first training language's dev set by the unpruned model trained the same way (Ma et al.), tested in the
     selected languages."""
-    ft = st_.finetune_config(sel.task, sel.train_langs(), setting=sel.setting, **{**sel.plan.train, **train})
+    ft = study.finetune_config(sel.task, sel.train_langs(), setting=sel.setting, **{**sel.plan.train, **train})
     ranking = None
     if strategy in ("importance", "reverse"):
-        ranking = st_.score_config(ft, sel.task, ft.train_langs[0], method=sel.method,
+        ranking = study.score_config(ft, sel.task, ft.train_langs[0], method=sel.method,
                                    max_sentences=sel.plan.score_sentences)
     return RefinetuneConfig(finetune=ft, ranking=ranking, strategy=strategy, levels=levels, seeds=seeds,
                             eval_langs=tuple(sel.langs), max_sentences=sentences)

@@ -1,5 +1,5 @@
 """The Runs page's tables and its sweeps panel: the cache's entries as rows, and the progress of every sweep
-that wrote to this cache (``headprune_core.plans.progress``), refreshed while one runs."""
+that wrote to this cache (``headprune_core.plans.sweep_record``), refreshed while one runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import streamlit as st
 
 from headprune_app import captions, roles
 from headprune_core.plans.plan import StudyPlan
-from headprune_core.plans.progress import list_sweeps, progress_summary
+from headprune_core.plans.sweep_record import list_sweeps, progress_summary
 from headprune_core.runs.inventory import collect, scan, summary
 
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 from headprune_app import cached, captions, charts, figures, roles
 from headprune_core.plans import selection as S
-from headprune_core.plans.progress import running_sweeps
+from headprune_core.plans.sweep_record import running_sweeps
 
 sel: S.Selection = cached.selection()
 
@@ -51,7 +51,7 @@ todo = [r for r in rows if r["status"] != "ok"]
 if todo:
     if roles.owner_button(f"Compute the {len(todo)} missing result(s)", type="primary", key="compute_missing",
                           what="computing missing results"):
-        if cached.run_plan(study, sel.study_plan(), rows):
+        if cached.compute_plan(study, sel.study_plan(), rows):
             st.rerun()
     st.caption(captions.COMPUTE_TIME)
 else:

@@ -71,5 +71,6 @@ with st.expander("Run a new prune-then-retrain experiment", expanded=not found):
         st.success("This experiment is cached: pick it above.")
     elif roles.owner_button(f"Prune and retrain ({n_runs} fine-tunings, {cached.estimate_text(study, [rc])})",
                             type="primary", key="rt_run", what="retraining"):
-        if cached.run_jobs(study, study_jobs(study, [rc], names=[retrain_view.describe(rc)]), title="Prune & retrain"):
+        if cached.compute_jobs(study, study_jobs(study, [rc], names=[retrain_view.describe(rc)]),
+                               title="Prune & retrain"):
             st.rerun()

@@ -66,5 +66,5 @@ st.write(f"{len(rows)} jobs, {missing} to compute.")
 if st.button(f"Run study '{todo.name}'", type="primary", disabled=not (tasks and langs), key="launch"):
     if cap:
         S.save_plan_file(todo)
-    if cached.run_plan(study, todo, rows):
+    if cached.compute_plan(study, todo, rows):
         st.success(f"Study '{todo.name}' is complete.")

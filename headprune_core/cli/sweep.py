@@ -6,9 +6,9 @@ import sys
 
 from tqdm.auto import tqdm
 
-from headprune_core.plans.progress import list_sweeps, progress_summary, running_sweeps
 from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
 from headprune_core.plans.sweep_ray import check_reachable, run_sweep, shape_at
+from headprune_core.plans.sweep_record import list_sweeps, progress_summary, running_sweeps
 
 
 def cmd_sweep(args) -> int:
@@ -28,11 +28,11 @@ def cmd_sweep(args) -> int:
         print(format_dry_run(dry_run(graph, cpus=args.cpus, cluster=cluster)))
         return 0
     counts = graph.counts()
-    _say_resumed(spec.name, counts, len(graph.nodes))
-    bar = tqdm(desc=f"sweep {spec.name}", unit="job", total=len(graph.nodes), initial=counts["cached"])
+    _say_resumed(spec.name, counts, len(graph.jobs))
+    bar = tqdm(desc=f"sweep {spec.name}", unit="job", total=len(graph.jobs), initial=counts["cached"])
 
     def on_event(node, g) -> None:
-        bar.total = len(g.nodes)
+        bar.total = len(g.jobs)
         if node.state in ("done", "failed", "skipped", "cached"):
             bar.update(1)
         if node.state == "running" and node.retries and node.retries[-1]["attempt"] == node.attempts - 1:

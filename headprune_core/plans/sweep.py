@@ -220,7 +220,7 @@ def _check_resources(resources, where: str) -> dict:
 # --- the job graph -----------------------------------------------------------------------------------------------
 
 @dataclass
-class Node:
+class JobNode:
     """One cached job of a sweep and what it reads (``deps``, ids of other nodes)."""
 
     id: str  # "<kind>/<key>"
@@ -240,7 +240,7 @@ class Node:
     span: tuple[float, float] | None = None  # wall-clock start and end of the attempt that finished it
 
 
-def node_id(cfg: RunConfig) -> str:
+def job_id(cfg: RunConfig) -> str:
     return f"{cfg.kind}/{cfg.key()}"
 
 
@@ -260,7 +260,7 @@ class SweepGraph:
             if same not in shared:
                 shared[same] = plan.study(store=self.store, device=device, progress=False)
             self.studies.append(shared[same])
-        self.nodes: dict[str, Node] = {}
+        self.jobs: dict[str, JobNode] = {}
         self._params: dict[str, int | None] = {}  # model id -> parameters (memory requests)
         # what tells the grid points' jobs apart in their names
         self.suffixes = [f" [{spec.label(i)}]" if len(self.plans) > 1 else "" for i in range(len(self.plans))]
@@ -271,44 +271,44 @@ class SweepGraph:
         self.refresh()
 
     def add(self, what: str, cfg: RunConfig, plan: int) -> str:
-        """Add ``cfg`` (and, first, every config it reads) unless a node has its key; return its id."""
-        nid = node_id(cfg)
-        if nid in self.nodes:
+        """Add ``cfg`` (and, first, every config it reads) unless a job has its key; return its id."""
+        nid = job_id(cfg)
+        if nid in self.jobs:
             return nid
         deps = [self.add(describe(c) + self.suffixes[plan], c, plan) for c in nested_configs(cfg)]
-        self.nodes[nid] = Node(nid, what, cfg, plan, deps, expanded=cfg.kind != "refinetune")
+        self.jobs[nid] = JobNode(nid, what, cfg, plan, deps, expanded=cfg.kind != "refinetune")
         return nid
 
-    def expand(self, node: Node) -> list[Node]:
+    def expand(self, job: JobNode) -> list[JobNode]:
         """Add a re-fine-tuning's parts (per level and seed: the pruned fine-tune, its dev and test evaluations)
         once its ranking is in the cache; it then waits for them. Returns the new nodes."""
-        if node.expanded:
+        if job.expanded:
             return []
-        before = set(self.nodes)
-        parts = [self.add(describe(c) + self.suffixes[node.plan], c, node.plan)
-                 for part in refinetune_parts(self.studies[node.plan], node.cfg) for c in part.configs()]
-        node.deps = list(dict.fromkeys(node.deps + parts))
-        node.expanded = True
-        new = [self.nodes[n] for n in self.nodes if n not in before]
+        before = set(self.jobs)
+        parts = [self.add(describe(c) + self.suffixes[job.plan], c, job.plan)
+                 for part in refinetune_parts(self.studies[job.plan], job.cfg) for c in part.configs()]
+        job.deps = list(dict.fromkeys(job.deps + parts))
+        job.expanded = True
+        new = [self.jobs[n] for n in self.jobs if n not in before]
         for n in new:
             n.state = "cached" if self.store.has(n.cfg) else "todo"
         return new
 
     def refresh(self) -> None:
-        """Mark every node cached or to do from the store; expand re-fine-tunings whose ranking is cached."""
-        for n in list(self.nodes.values()):
+        """Mark every job cached or to do from the store; expand re-fine-tunings whose ranking is cached."""
+        for n in list(self.jobs.values()):
             if n.state in ("todo", "cached"):
                 n.state = "cached" if self.store.has(n.cfg) else "todo"
-        for n in list(self.nodes.values()):
-            if not n.expanded and all(self.nodes[d].state == "cached" for d in n.deps):
+        for n in list(self.jobs.values()):
+            if not n.expanded and all(self.jobs[d].state == "cached" for d in n.deps):
                 self.expand(n)
 
-    def ready(self) -> list[Node]:
+    def ready(self) -> list[JobNode]:
         """Nodes to do whose inputs are all in the cache. A re-fine-tuning whose ranking and fine-tune are is
         expanded first (and is ready only once its parts are)."""
         while True:
             out, grew = [], False
-            for n in list(self.nodes.values()):
+            for n in list(self.jobs.values()):
                 if n.state != "todo" or not self._inputs_done(n):
                     continue
                 if not n.expanded:
@@ -320,47 +320,47 @@ class SweepGraph:
             if not grew:
                 return out
 
-    def _inputs_done(self, n: Node) -> bool:
-        return all(self.nodes[d].state in ("cached", "done") for d in n.deps)
+    def _inputs_done(self, n: JobNode) -> bool:
+        return all(self.jobs[d].state in ("cached", "done") for d in n.deps)
 
-    def dependents(self, nid: str) -> list[Node]:
-        """Every node that reads ``nid``, directly or not."""
+    def dependents(self, nid: str) -> list[JobNode]:
+        """Every job that reads ``nid``, directly or not."""
         seen, frontier = set(), {nid}
         while frontier:
-            frontier = {n.id for n in self.nodes.values() if frontier & set(n.deps) and n.id not in seen}
+            frontier = {n.id for n in self.jobs.values() if frontier & set(n.deps) and n.id not in seen}
             seen |= frontier
-        return [n for i, n in self.nodes.items() if i in seen]
+        return [n for i, n in self.jobs.items() if i in seen]
 
-    def gradts_plan(self, node: Node) -> GradTSPlan:
-        """The GradTS plan a ``gradts`` node validates (one of its grid point's ``gradts`` plans)."""
-        for gplan in self.plans[node.plan].gradts_plans():
-            if GradTS(self.studies[node.plan], gplan).config().key() == node.cfg.key():
+    def gradts_plan(self, job: JobNode) -> GradTSPlan:
+        """The GradTS plan a ``gradts`` job validates (one of its grid point's ``gradts`` plans)."""
+        for gplan in self.plans[job.plan].gradts_plans():
+            if GradTS(self.studies[job.plan], gplan).config().key() == job.cfg.key():
                 return gplan
-        raise ValueError(f"no GradTS plan of the sweep gives the job {node.what!r}")
+        raise ValueError(f"no GradTS plan of the sweep gives the job {job.what!r}")
 
-    def request(self, node: Node, gpus: float = 0.0) -> dict[str, float]:
-        """What ``node``'s job asks Ray for: ``num_cpus``, ``num_gpus`` and ``memory`` (bytes; 0 when its model
+    def request(self, job: JobNode, gpus: float = 0.0) -> dict[str, float]:
+        """What ``job``'s job asks Ray for: ``num_cpus``, ``num_gpus`` and ``memory`` (bytes; 0 when its model
         cannot be sized), from :func:`job_resources` and, unless the spec sets ``memory_gb``, estimated from its
         model's size (:data:`MODEL_COPIES`)."""
-        kind = node.cfg.kind
+        kind = job.cfg.kind
         res = job_resources(self.spec, gpus)[kind]
         out = {"num_cpus": res["num_cpus"], "num_gpus": res["num_gpus"], "memory": 0.0}
         if "memory_gb" in res:
             out["memory"] = res["memory_gb"] * 2**30
             return out
-        model = self.plans[node.plan].model
+        model = self.plans[job.plan].model
         if model not in self._params:
             self._params[model] = model_params(model)
         if self._params[model] is not None:
             copies = MODEL_COPIES[kind]
-            if kind == "finetune" and not getattr(node.cfg, "freeze_embeddings", True):
+            if kind == "finetune" and not getattr(job.cfg, "freeze_embeddings", True):
                 copies += TRAINED_EMBEDDINGS
             out["memory"] = WORKER_GB * 2**30 + copies * 4 * self._params[model]
         return out
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in ("cached", "todo", "running", "done", "failed", "skipped")}
-        for n in self.nodes.values():
+        for n in self.jobs.values():
             out[n.state] += 1
         return out
 
@@ -478,7 +478,7 @@ def dry_run(graph: SweepGraph, *, cpus: int | None = None, cluster: ClusterShape
     finish: dict[str, float] = {}
     unknown, notes, scaled, slots = set(), set(), set(), {}
     total = parallel = 0.0
-    for n in graph.nodes.values():
+    for n in graph.jobs.values():
         kind = n.cfg.kind
         row = kinds.setdefault(kind, {"jobs": 0, "cached": 0, "todo": 0, "seconds": 0.0, "memory": 0.0,
                                       "at_once": None})
@@ -504,7 +504,7 @@ def dry_run(graph: SweepGraph, *, cpus: int | None = None, cluster: ClusterShape
             parallel += secs / at_once
         finish[n.id] = secs  # its own time, for now; the chain through what it reads below
     per_job = {kind: max(res["num_cpus"], 1e-3) for kind, res in job_resources(graph.spec, gpus).items()}
-    pending = [n for n in graph.nodes.values() if not n.expanded and n.state == "todo"]
+    pending = [n for n in graph.jobs.values() if not n.expanded and n.state == "todo"]
     later = sum(sum(later_jobs(n.cfg)) for n in pending)
     later_each = [later_seconds(n.cfg, rates, per_job) for n in pending]
     later_total = None if None in later_each else sum(later_each)
@@ -515,7 +515,7 @@ def dry_run(graph: SweepGraph, *, cpus: int | None = None, cluster: ClusterShape
             finish[n.id] += secs / max(1, later_jobs(n.cfg)[0])
             parallel += secs / slots[n.id]  # fine-tunes and evaluations of the same model
     critical = _longest_chain(graph, finish)
-    return {"name": graph.spec.name, "plans": len(graph.plans), "jobs": len(graph.nodes),
+    return {"name": graph.spec.name, "plans": len(graph.plans), "jobs": len(graph.jobs),
             "cached": sum(r["cached"] for r in kinds.values()), "todo": sum(r["todo"] for r in kinds.values()),
             "kinds": kinds, "seconds": total, "cpus": cluster.total("cpus"), "cluster": cluster.describe(),
             "wall_seconds": max(parallel, critical), "critical_seconds": critical, "unknown_kinds": sorted(unknown),
@@ -525,14 +525,14 @@ def dry_run(graph: SweepGraph, *, cpus: int | None = None, cluster: ClusterShape
             "later_jobs": later, "later_seconds": later_total}
 
 
-def _placed(graph: SweepGraph, node: Node, cluster: ClusterShape, gpus: float, notes: set) -> tuple[dict, int]:
-    """``node``'s request as ``cluster`` can meet it, and how many such jobs run at once there (at least 1: what
+def _placed(graph: SweepGraph, job: JobNode, cluster: ClusterShape, gpus: float, notes: set) -> tuple[dict, int]:
+    """``job``'s request as ``cluster`` can meet it, and how many such jobs run at once there (at least 1: what
     fits no node is noted, and counted as one at a time)."""
-    request = graph.request(node, gpus)
+    request = graph.request(job, gpus)
     if not request["memory"]:
-        notes.add(f"{graph.plans[node.plan].model}: its size is unknown, so its jobs ask for no memory")
+        notes.add(f"{graph.plans[job.plan].model}: its size is unknown, so its jobs ask for no memory")
     try:
-        request, note = cluster.fit(request, node.cfg.kind)
+        request, note = cluster.fit(request, job.cfg.kind)
     except ValueError as err:
         notes.add(str(err))
         return request, 1
@@ -547,10 +547,10 @@ def _longest_chain(graph: SweepGraph, finish: dict[str, float]) -> float:
 
     def end(nid: str) -> float:
         if nid not in ends:
-            ends[nid] = finish[nid] + max((end(d) for d in graph.nodes[nid].deps), default=0.0)
+            ends[nid] = finish[nid] + max((end(d) for d in graph.jobs[nid].deps), default=0.0)
         return ends[nid]
 
-    return max((end(nid) for nid in graph.nodes), default=0.0)
+    return max((end(nid) for nid in graph.jobs), default=0.0)
 
 
 def format_dry_run(report: dict) -> str:

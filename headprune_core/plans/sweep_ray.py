@@ -27,8 +27,8 @@ from headprune_core.base.cache import SOURCE_ROOT
 from headprune_core.base.files import write_file_atomic
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GradTSPlan
-from headprune_core.plans.progress import Progress
-from headprune_core.plans.sweep import ClusterShape, Node, NodeShape, SweepGraph
+from headprune_core.plans.sweep import ClusterShape, JobNode, NodeShape, SweepGraph
+from headprune_core.plans.sweep_record import SweepRecord
 from headprune_core.runs.config import config_from_dict
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
@@ -229,11 +229,11 @@ class SweepResult:
     jobs: int
     cached: int
     computed: int
-    failed: list[Node]
-    skipped: list[Node]
+    failed: list[JobNode]
+    skipped: list[JobNode]
     seconds: float
     ray_seconds: float  # connecting to / starting Ray
-    retried: list[Node] = field(default_factory=list)  # jobs with an attempt redone (``node.retries`` say why)
+    retried: list[JobNode] = field(default_factory=list)  # jobs with an attempt redone (``job.retries`` say why)
     notes: tuple[str, ...] = ()  # requests cut to fit the cluster's nodes
 
     @property
@@ -242,30 +242,30 @@ class SweepResult:
 
 
 def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None = None, gpus: int | None = None,
-              on_event: Callable[[Node, SweepGraph], None] | None = None) -> SweepResult:
+              on_event: Callable[[JobNode, SweepGraph], None] | None = None) -> SweepResult:
     """Run every job of ``graph`` not in the cache on Ray (see the module docstring).
 
     Each job asks Ray for its CPUs, GPUs and memory (:meth:`SweepGraph.request`, cut to the largest node that has
     the CPUs and GPUs). A job whose worker or node dies is resubmitted (up to :data:`LOST_RETRIES` times) unless
-    its entry landed first; one that raises is resubmitted once. ``on_event(node, graph)`` is called whenever a
-    job is submitted (again: ``node.retries`` says why), finishes, fails or is skipped. Ctrl-C cancels the running
+    its entry landed first; one that raises is resubmitted once. ``on_event(job, graph)`` is called whenever a
+    job is submitted (again: ``job.retries`` says why), finishes, fails or is skipped. Ctrl-C cancels the running
     jobs; finished entries stay and a rerun resumes from them. With ``address``, a head that stops answering ends
     the process with :data:`HEAD_EXIT` and a line saying to rerun (Ray would end it without a word).
     """
     start = time.perf_counter()
-    progress = Progress(graph, uuid.uuid4().hex[:12])
-    if not any(n.state == "todo" for n in graph.nodes.values()):  # all cached: no cluster needed
+    progress = SweepRecord(graph, uuid.uuid4().hex[:12])
+    if not any(n.state == "todo" for n in graph.jobs.values()):  # all cached: no cluster needed
         progress.state = "done"
         progress.write(force=True)
         return _result(graph, 0, start, 0.0)
     started_ray = init_ray(address=address, cpus=cpus, gpus=gpus)
     ray_seconds = time.perf_counter() - start
-    runner = _Runner(graph, progress, on_event or (lambda node, g: None),
+    runner = _Runner(graph, progress, on_event or (lambda job, g: None),
                      cluster_shape(f"the cluster at {address}" if address else "this machine"))
     watch = _HeadWatch(address, progress) if address else None
     try:
         runner.loop()
-        progress.state = "failed" if any(n.state in ("failed", "skipped") for n in graph.nodes.values()) else "done"
+        progress.state = "failed" if any(n.state in ("failed", "skipped") for n in graph.jobs.values()) else "done"
     except BaseException:
         progress.state = "interrupted"
         for ref in runner.running:
@@ -283,28 +283,28 @@ def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None
 class _Runner:
     """Submits the graph's ready jobs, collects what they return and resubmits lost or failed attempts."""
 
-    def __init__(self, graph: SweepGraph, progress: Progress, event: Callable[[Node, SweepGraph], None],
+    def __init__(self, graph: SweepGraph, progress: SweepRecord, event: Callable[[JobNode, SweepGraph], None],
                  shape: ClusterShape):
         self.graph, self.progress, self.event, self.shape = graph, progress, event, shape
         self.gpus = shape.total("gpus")
         self.remote = ray.remote(run_job)
-        self.running: dict[Any, Node] = {}
+        self.running: dict[Any, JobNode] = {}
         self.computed = 0
         self.notes: list[str] = []
-        for node in graph.nodes.values():  # before any work: a job no node can take would wait forever
-            if node.state == "todo":
-                shape.fit(graph.request(node, self.gpus), node.cfg.kind)
+        for job in graph.jobs.values():  # before any work: a job no node can take would wait forever
+            if job.state == "todo":
+                shape.fit(graph.request(job, self.gpus), job.cfg.kind)
 
     def loop(self) -> None:
         self.progress.write(force=True)
         while True:
             while ready := self.graph.ready():  # again: a job found cached here makes the jobs that need it ready
-                for node in ready:
-                    if self.graph.store.has(node.cfg):  # another sweep or a dashboard finished it meanwhile
-                        node.state = "cached"
-                        self.event(node, self.graph)
+                for job in ready:
+                    if self.graph.store.has(job.cfg):  # another sweep or a dashboard finished it meanwhile
+                        job.state = "cached"
+                        self.event(job, self.graph)
                     else:
-                        self.submit(node)
+                        self.submit(job)
             self.progress.write()
             if not self.running:
                 return
@@ -312,55 +312,55 @@ class _Runner:
             for ref in done:
                 self.collect(ref)
 
-    def submit(self, node: Node) -> None:
-        request, note = self.shape.fit(self.graph.request(node, self.gpus), node.cfg.kind)
+    def submit(self, job: JobNode) -> None:
+        request, note = self.shape.fit(self.graph.request(job, self.gpus), job.cfg.kind)
         if note and note not in self.notes:
             log.warning("%s", note)
             self.notes.append(note)
-        node.attempts += 1
+        job.attempts += 1
         options = {"num_cpus": request["num_cpus"], "num_gpus": request["num_gpus"]}
         if request["memory"]:
             options["memory"] = int(request["memory"])
-        ref = self.remote.options(max_retries=0, retry_exceptions=False, name=node.what[:100],
-                                  **options).remote(_payload(self.graph, node, self.progress))
-        node.state = "running"
-        self.running[ref] = node
-        self.event(node, self.graph)
+        ref = self.remote.options(max_retries=0, retry_exceptions=False, name=job.what[:100],
+                                  **options).remote(_payload(self.graph, job, self.progress))
+        job.state = "running"
+        self.running[ref] = job
+        self.event(job, self.graph)
 
     def collect(self, ref) -> None:
-        node = self.running.pop(ref)
+        job = self.running.pop(ref)
         try:
             res = ray.get(ref)
         except Exception as err:  # noqa: BLE001 -- any failure of a job is retried or reported, the others go on
-            self.attempt_failed(node, err)
+            self.attempt_failed(job, err)
             return
-        node.state, node.seconds, node.host, node.ray_node = "done", res["seconds"], res["host"], res["node"]
-        node.span = tuple(res["span"])
-        node.computed = bool(res["computed"])
-        self.computed += node.computed
-        self.event(node, self.graph)
+        job.state, job.seconds, job.host, job.ray_node = "done", res["seconds"], res["host"], res["node"]
+        job.span = tuple(res["span"])
+        job.computed = bool(res["computed"])
+        self.computed += job.computed
+        self.event(job, self.graph)
 
-    def attempt_failed(self, node: Node, err: BaseException) -> None:
+    def attempt_failed(self, job: JobNode, err: BaseException) -> None:
         """Resubmit ``node`` after a lost or failed attempt (saying where and why), or report it failed; a job
         whose entry landed before its worker was lost is done, never computed again."""
         lost = isinstance(err, LOST)
-        where = _left_marker(self.progress.folder, node).get("node") or "an unknown node"
+        where = _left_marker(self.progress.folder, job).get("node") or "an unknown node"
         reason = (("lost with its node" if isinstance(err, ray.exceptions.NodeDiedError) else "its worker died")
                   if lost else _error_text(err))
-        decision = retry_decision(lost=lost, landed=lost and self.graph.store.has(node.cfg), retries=node.retries)
+        decision = retry_decision(lost=lost, landed=lost and self.graph.store.has(job.cfg), retries=job.retries)
         if decision == "done":
-            node.state, node.computed, node.ray_node = "done", True, where
+            job.state, job.computed, job.ray_node = "done", True, where
             self.computed += 1
-            log.warning("sweep job %s: %s on %s after its entry landed; not computed again", node.what, reason,
+            log.warning("sweep job %s: %s on %s after its entry landed; not computed again", job.what, reason,
                         where)
-            self.event(node, self.graph)
+            self.event(job, self.graph)
             return
         if decision == "retry":
-            node.retries.append({"attempt": node.attempts, "node": where, "reason": reason, "lost": lost})
-            log.warning("sweep job %s: attempt %d %s on %s; retrying", node.what, node.attempts, reason, where)
-            self.submit(node)
+            job.retries.append({"attempt": job.attempts, "node": where, "reason": reason, "lost": lost})
+            log.warning("sweep job %s: attempt %d %s on %s; retrying", job.what, job.attempts, reason, where)
+            self.submit(job)
             return
-        _failed(self.graph, node, err, self.event)
+        _failed(self.graph, job, err, self.event)
 
 
 def retry_decision(*, lost: bool, landed: bool, retries: list[dict]) -> str:
@@ -380,7 +380,7 @@ class _HeadWatch(threading.Thread):
     waited for), without a word; a few seconds before that, this marks the sweep interrupted, says that a rerun
     of the same command resumes from the cache, and exits with :data:`HEAD_EXIT`."""
 
-    def __init__(self, address: str, progress: Progress):
+    def __init__(self, address: str, progress: SweepRecord):
         super().__init__(daemon=True, name="sweep-head-watch")
         self.address, self.progress = address, progress
         host, _, port = ray.get_runtime_context().gcs_address.rpartition(":")
@@ -407,7 +407,7 @@ class _HeadWatch(threading.Thread):
         self.progress.write(force=True)
         print(f"\nsweep {self.progress.graph.spec.name}: the Ray head at {self.address} has not answered for "
               f"{seconds:.0f} s, so this run stops here ({counts['done'] + counts['cached']} of "
-              f"{len(self.progress.graph.nodes)} jobs are in the cache, {counts['running']} were running). When the "
+              f"{len(self.progress.graph.jobs)} jobs are in the cache, {counts['running']} were running). When the "
               "cluster is back ('ray start --head' there, then 'ray start --address' on each node), rerun the same "
               "command: it resumes from the cache.", file=sys.stderr, flush=True)
         os._exit(HEAD_EXIT)
@@ -416,32 +416,32 @@ class _HeadWatch(threading.Thread):
         self.stopped.set()
 
 
-def _payload(graph: SweepGraph, node: Node, progress: Progress) -> dict:
+def _payload(graph: SweepGraph, job: JobNode, progress: SweepRecord) -> dict:
     """What a worker needs to compute ``node``: its configuration, its grid point's model and data, the cache."""
-    plan = graph.plans[node.plan]
-    payload = {"kind": node.cfg.kind, "key": node.cfg.key(), "config": node.cfg.to_dict(), "what": node.what,
+    plan = graph.plans[job.plan]
+    payload = {"kind": job.cfg.kind, "key": job.cfg.key(), "config": job.cfg.to_dict(), "what": job.what,
                "plan": {"model": plan.model, "sources": plan.sources, "finetuned": plan.finetuned},
                "cache": str(graph.store.root.parent), "device": graph.device, "run": progress.run,
-               "markers": str(progress.folder / "running"), "attempt": node.attempts}
-    if node.cfg.kind == "gradts":
-        payload["gradts"] = graph.gradts_plan(node).to_dict()
+               "markers": str(progress.folder / "running"), "attempt": job.attempts}
+    if job.cfg.kind == "gradts":
+        payload["gradts"] = graph.gradts_plan(job).to_dict()
     return payload
 
 
-def _failed(graph: SweepGraph, node: Node, err: BaseException, event: Callable[[Node, SweepGraph], None]) -> None:
+def _failed(graph: SweepGraph, job: JobNode, err: BaseException, event: Callable[[JobNode, SweepGraph], None]) -> None:
     """Mark ``node`` failed (with the worker's error) and every job that needs it skipped."""
-    node.state, node.error = "failed", _error_text(err)
-    log.error("sweep job failed after %d attempt(s): %s: %s", node.attempts, node.what, node.error)
-    event(node, graph)
-    for dep in graph.dependents(node.id):
+    job.state, job.error = "failed", _error_text(err)
+    log.error("sweep job failed after %d attempt(s): %s: %s", job.attempts, job.what, job.error)
+    event(job, graph)
+    for dep in graph.dependents(job.id):
         if dep.state == "todo":
-            dep.state, dep.error = "skipped", f"needs '{node.what}', which failed"
+            dep.state, dep.error = "skipped", f"needs '{job.what}', which failed"
             event(dep, graph)
 
 
 def _result(graph: SweepGraph, computed: int, start: float, ray_seconds: float,
             notes: tuple[str, ...] = ()) -> SweepResult:
-    nodes = list(graph.nodes.values())
+    nodes = list(graph.jobs.values())
     return SweepResult(jobs=len(nodes), cached=sum(n.state == "cached" for n in nodes), computed=computed,
                        failed=[n for n in nodes if n.state == "failed"],
                        skipped=[n for n in nodes if n.state == "skipped"],
@@ -449,9 +449,9 @@ def _result(graph: SweepGraph, computed: int, start: float, ray_seconds: float,
                        retried=[n for n in nodes if n.retries], notes=notes)
 
 
-def _left_marker(folder: Path, node: Node) -> dict:
+def _left_marker(folder: Path, job: JobNode) -> dict:
     """The marker a lost attempt of ``node`` left (removed here): where it ran; {} when there is none."""
-    marker = folder / "running" / f"{node.cfg.kind}-{node.cfg.key()}.json"
+    marker = folder / "running" / f"{job.cfg.kind}-{job.cfg.key()}.json"
     try:
         found = json.loads(marker.read_text(encoding="utf-8"))
         marker.unlink(missing_ok=True)

@@ -221,18 +221,18 @@ def test_runs_page_lists_entries(app):
 def test_runs_page_shows_sweep_progress(fixture_cache, cache_copy, monkeypatch):
     """A sweep's progress record (written by the driver as jobs land) shows as a bar with its counts, the jobs
     that failed with their error, and a sweep whose driver died as stopped."""
-    from headprune_core.plans.progress import Progress
     from headprune_core.plans.sweep import SweepSpec, build_graph
+    from headprune_core.plans.sweep_record import SweepRecord
     plan = fixture_cache["plan"].to_dict()
     fields = {k: v for k, v in plan.items() if k not in ("name", "description", "model", "sources")}
     monkeypatch.setenv("HEADPRUNE_CACHE", str(cache_copy))
     graph = build_graph(SweepSpec.from_dict({"name": "class-sweep", "models": [plan["model"]], **fields}),
                         store=Store(cache_copy / "runs"))
-    n = len(graph.nodes)
+    n = len(graph.jobs)
     assert graph.counts()["cached"] == n  # the fixture computed this plan
-    last = list(graph.nodes.values())[-1]
+    last = list(graph.jobs.values())[-1]
     last.state, last.error, last.attempts = "failed", "RuntimeError: CUDA out of memory", 2
-    progress = Progress(graph, "r1")
+    progress = SweepRecord(graph, "r1")
     progress.state = "failed"
     progress.write(force=True)
     path = progress.folder / "progress.json"
@@ -256,23 +256,23 @@ def test_a_background_sweep_shows_on_the_overview_and_where_results_are_missing(
                                                                                 monkeypatch):
     """start.sh opens the app while the demo sweep computes the curves: the Overview shows that sweep's progress
     and what runs now; a page missing one of its results says the sweep may bring it."""
-    from headprune_core.plans.progress import Progress
     from headprune_core.plans.sweep import SweepSpec, build_graph
+    from headprune_core.plans.sweep_record import SweepRecord
     plan = fixture_cache["plan"].to_dict()
     fields = {k: v for k, v in plan.items() if k not in ("name", "description", "model", "sources")}
     monkeypatch.setenv("HEADPRUNE_CACHE", str(cache_copy))
     store = Store(cache_copy / "runs")
     graph = build_graph(SweepSpec.from_dict({"name": "demo", "models": [plan["model"]], **fields}), store=store)
-    curves = [n for n in graph.nodes.values() if n.cfg.kind == "curve"]
+    curves = [n for n in graph.jobs.values() if n.cfg.kind == "curve"]
     for node in curves:
         assert store.delete(node.cfg)
     graph.refresh()
     curves[0].state = "running"
-    progress = Progress(graph, "r1")
+    progress = SweepRecord(graph, "r1")
     progress.write(force=True)  # state running; its driver is this (live) process
     marker = {"what": curves[0].what, "host": "here", "attempt": 1, "started": 0, "run": "r1"}
     (progress.folder / "running" / "m.json").write_text(json.dumps(marker))
-    n, todo = len(graph.nodes), len(curves)
+    n, todo = len(graph.jobs), len(curves)
 
     at = make_app(cache_copy, monkeypatch)
     at.run()

@@ -63,12 +63,12 @@ def test_demo_sweep_spec_is_the_demo_study(demo):
     study, plan, _ = demo
     spec = SweepSpec.from_file(Path(__file__).resolve().parents[2] / "sweeps" / "demo.json")
     full = build_graph(spec, store=study.store)
-    assert list(full.nodes) == [f"{j.cfg.kind}/{j.cfg.key()}" for j in plan_jobs(study, PRESETS["demo"])]
+    assert list(full.jobs) == [f"{j.cfg.kind}/{j.cfg.key()}" for j in plan_jobs(study, PRESETS["demo"])]
     # start.sh's part before the dashboard: every job of the demo but its curves, with the same keys
     first = build_graph(SweepSpec.from_file(Path(__file__).resolve().parents[2] / "sweeps" / "demo-first.json"),
                         store=study.store)
-    assert list(first.nodes) == [nid for nid, n in full.nodes.items() if n.cfg.kind != "curve"]
-    assert (len(first.nodes), len(full.nodes)) == (50, 72)
+    assert list(first.jobs) == [nid for nid, n in full.jobs.items() if n.cfg.kind != "curve"]
+    assert (len(first.jobs), len(full.jobs)) == (50, 72)
     restricted = SweepSpec.from_dict({**spec.to_dict(), "langs": list(plan.langs), "tasks": list(plan.tasks),
                                       "score_sentences": plan.score_sentences, "eval_sentences": plan.eval_sentences,
                                       "train": plan.train, "affinity": []})

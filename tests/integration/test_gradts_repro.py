@@ -134,7 +134,7 @@ def test_a_sweep_worker_writes_what_the_command_line_writes(fixture_root, monkey
     spec = SweepSpec.from_dict({"name": "repro", "models": [model], "tasks": ["pos"], "langs": ["en"],
                                 "kinds": ["gradts"], "gradts": [json.loads(json.dumps(asdict(plan)))]})
     graph = build_graph(spec)
-    assert [n.cfg.kind for n in graph.nodes.values()] == ["gradts"]
+    assert [n.cfg.kind for n in graph.jobs.values()] == ["gradts"]
     res = run_sweep(graph, cpus=2)
     assert res.ok and res.computed == 1, [n.error for n in res.failed]
     compute_in_process(root, plan, root / "runs-c", hash_seed=3, threads=2)

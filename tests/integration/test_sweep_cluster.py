@@ -167,7 +167,7 @@ def test_a_sweep_on_three_worker_nodes_equals_the_local_sequential_run(tiny_cach
     (row,) = [line.split() for line in dry.stdout.splitlines() if line.strip().startswith("finetune ")]
     assert row[1:4] == ["2", "0", "2"] and row[-3:] == ["0.8", "GB", "3"], dry.stdout
     graph = build_graph(SweepSpec.from_file(spec), store=Store(cache / "runs"))
-    asked = max(graph.request(n)["memory"] for n in graph.nodes.values()) / 2**30  # the most a job asks for, GB
+    asked = max(graph.request(n)["memory"] for n in graph.jobs.values()) / 2**30  # the most a job asks for, GB
     memory = NodeMemory(cluster)
     run = _sweep(spec, cache, cluster.address)
     peaks = memory.stop()
@@ -235,7 +235,7 @@ def test_a_node_lost_during_a_fine_tune_costs_only_that_attempt(tiny_cache, tmp_
     assert all(not j["retries"] for j in rec["jobs"] if j is not victim)
     # the Runs page's sweep table reads the record as list_sweeps gives it: the retry, the lost node named
     from headprune_app.runs_view import sweep_rows
-    from headprune_core.plans.progress import list_sweeps
+    from headprune_core.plans.sweep_record import list_sweeps
 
     (listed,) = [r for r in list_sweeps(cache) if r["name"] == "lose"]
     assert [r["retried"] for r in sweep_rows(listed, now=time.time()) if "retried" in r] == [

@@ -9,9 +9,9 @@ import signal
 
 import pytest
 
-from headprune_core.plans.progress import list_sweeps
 from headprune_core.plans.sweep import SweepSpec, build_graph
 from headprune_core.plans.sweep_ray import run_sweep
+from headprune_core.plans.sweep_record import list_sweeps
 from headprune_core.runs.store import Store
 from tests.helpers.cluster import assert_same_entries, on_marker, sequential_store
 
@@ -44,16 +44,16 @@ def test_sweep_on_ray_equals_the_sequential_study_and_a_rerun_computes_nothing(t
     events = []
     res = run_sweep(graph, on_event=lambda node, g: events.append((node.state, node.id)))
     assert res.ok and res.cached == 0
-    assert res.computed == res.jobs == len(graph.nodes)  # every job computed, once
+    assert res.computed == res.jobs == len(graph.jobs)  # every job computed, once
     assert sum(state == "running" for state, _ in events) == res.jobs
-    assert all(n.attempts == 1 and n.state == "done" for n in graph.nodes.values())
+    assert all(n.attempts == 1 and n.state == "done" for n in graph.jobs.values())
     # two seeds x (1 + 2 re-fine-tunes) fine-tunes; the re-fine-tunings' parts were added once ranked
-    assert sum(n.cfg.kind == "finetune" for n in graph.nodes.values()) == 6
+    assert sum(n.cfg.kind == "finetune" for n in graph.jobs.values()) == 6
 
     # the sequential study (one thread, as each Ray task here) in another store: the same entries, equal
     assert_same_entries(graph.store, sequential_store(spec, tmp_path / "seq"))
     # every entry is a job of the graph (each level's test evaluations are parts of their own)
-    assert {(e.kind, e.key) for e in graph.store.entries()} == {tuple(i.split("/")) for i in graph.nodes}
+    assert {(e.kind, e.key) for e in graph.store.entries()} == {tuple(i.split("/")) for i in graph.jobs}
 
     (rec,) = [r for r in list_sweeps() if r["name"] == "t"]
     assert rec["state"] == "done" and rec["counts"]["done"] == res.jobs and not rec["running_now"]
@@ -77,10 +77,10 @@ def test_killed_worker_is_redone_and_a_failing_job_is_reported(tiny_cache, ray_c
     res = run_sweep(graph)
     killer.join()
     assert killed, "no fine-tune was seen running"
-    good = [n for n in graph.nodes.values() if "broken" not in n.what]
-    bad = [n for n in graph.nodes.values() if "broken" in n.what]
+    good = [n for n in graph.jobs.values() if "broken" not in n.what]
+    bad = [n for n in graph.jobs.values() if "broken" in n.what]
     assert bad and good
-    victim = graph.nodes[f"finetune/{killed['key']}"]
+    victim = graph.jobs[f"finetune/{killed['key']}"]
     assert victim.state == "done" and victim.attempts == 2 and victim.computed
     assert all(n.state == "done" for n in good)  # the others went on
     (failed,) = res.failed
@@ -101,13 +101,13 @@ def test_jobs_after_one_found_cached_are_still_run(tiny_cache, ray_cluster, tmp_
     root, model = tiny_cache
     spec = _spec(model, name="late", seeds=[31], langs=["en"], random_seeds=[0], prune_levels=[0.5])
     graph = build_graph(spec)
-    (finetune,) = [n for n in graph.nodes.values() if n.cfg.kind == "finetune"]
-    assert all(n.state == "todo" for n in graph.nodes.values()) and graph.dependents(finetune.id)
+    (finetune,) = [n for n in graph.jobs.values() if n.cfg.kind == "finetune"]
+    assert all(n.state == "todo" for n in graph.jobs.values()) and graph.dependents(finetune.id)
     run_job({"kind": "finetune", "key": finetune.cfg.key(), "config": finetune.cfg.to_dict(), "what": finetune.what,
              "plan": {"model": model, "sources": {}, "finetuned": False}, "cache": str(graph.store.root.parent),
              "device": "cpu", "run": "other", "markers": str(tmp_path / "markers")})  # the other user's sweep
     res = run_sweep(graph)
     assert res.ok and res.cached == 1 and res.computed == res.jobs - 1
-    assert graph.counts()["todo"] == 0 and all(n.state == "done" for n in graph.nodes.values() if n is not finetune)
+    assert graph.counts()["todo"] == 0 and all(n.state == "done" for n in graph.jobs.values() if n is not finetune)
     (rec,) = [r for r in list_sweeps() if r["name"] == "late"]
     assert rec["counts"]["done"] + rec["counts"]["cached"] == res.jobs

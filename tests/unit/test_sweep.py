@@ -12,9 +12,9 @@ import torch
 
 from headprune_core.cli.main import main
 from headprune_core.plans.plan import plan_jobs, run_plan
-from headprune_core.plans.progress import Progress, list_sweeps
 from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
 from headprune_core.plans.sweep_ray import run_job
+from headprune_core.plans.sweep_record import SweepRecord, list_sweeps
 from headprune_core.runs.estimate import THREAD_SCALING, estimate, job_work, measured_rates
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
@@ -101,18 +101,18 @@ def test_graph_is_the_studies_jobs_deduplicated_in_dependency_order(tiny_cache, 
     one = spec.plans()[0]
     # the same model twice is one set of jobs; two seeds are two
     keys = [f"{j.cfg.kind}/{j.cfg.key()}" for p in spec.plans()[:2] for j in plan_jobs(Study(model, store=store), p)]
-    assert list(graph.nodes) == list(dict.fromkeys(keys))
-    assert len(graph.nodes) == 2 * len(plan_jobs(Study(model, store=store), one))
+    assert list(graph.jobs) == list(dict.fromkeys(keys))
+    assert len(graph.jobs) == 2 * len(plan_jobs(Study(model, store=store), one))
     seen = set()
-    for nid, node in graph.nodes.items():
+    for nid, node in graph.jobs.items():
         assert set(node.deps) <= seen, node.what  # everything a job reads comes before it
         seen.add(nid)
         if node.cfg.kind == "curve" and node.cfg.strategy == "importance":
             assert node.deps == [node.cfg.finetune.kind + "/" + node.cfg.finetune.key(),
                                  "score/" + node.cfg.ranking.key()]
-    assert [n.what for n in graph.nodes.values() if n.cfg.kind == "finetune"] == \
+    assert [n.what for n in graph.jobs.values() if n.cfg.kind == "finetune"] == \
         ["fine-tune pos (cross, en) [seed 13]", "fine-tune pos (cross, en) [seed 14]"]
-    assert graph.counts()["todo"] == len(graph.nodes)
+    assert graph.counts()["todo"] == len(graph.jobs)
     ready = graph.ready()
     assert [n.cfg.kind for n in ready] == ["finetune", "finetune"]  # nothing else can start before them
 
@@ -125,13 +125,13 @@ def test_kinds_keep_those_jobs_and_what_they_read(tiny_cache, tmp_path, monkeypa
     full = build_graph(SweepSpec.from_dict(_spec(model)), store=store)
     first = build_graph(SweepSpec.from_dict(_spec(model, kinds=["eval", "finetune", "score"])), store=store)
     assert first.spec.kinds == ("finetune", "score", "eval")
-    assert {n.cfg.kind for n in full.nodes.values()} == {"finetune", "score", "eval", "curve"}
-    assert list(first.nodes) == [nid for nid, n in full.nodes.items() if n.cfg.kind != "curve"]
+    assert {n.cfg.kind for n in full.jobs.values()} == {"finetune", "score", "eval", "curve"}
+    assert list(first.jobs) == [nid for nid, n in full.jobs.items() if n.cfg.kind != "curve"]
     curves = build_graph(SweepSpec.from_dict(_spec(model, kinds=["curve"])), store=store)
-    read = {d for n in full.nodes.values() if n.cfg.kind == "curve" for d in n.deps}
-    assert set(curves.nodes) == {n for n, node in full.nodes.items() if node.cfg.kind == "curve"} | read
-    assert {full.nodes[d].cfg.kind for d in read} == {"finetune", "score"}  # not the target languages' scores
-    assert len(read) < sum(n.cfg.kind in ("finetune", "score") for n in full.nodes.values())
+    read = {d for n in full.jobs.values() if n.cfg.kind == "curve" for d in n.deps}
+    assert set(curves.jobs) == {n for n, node in full.jobs.items() if node.cfg.kind == "curve"} | read
+    assert {full.jobs[d].cfg.kind for d in read} == {"finetune", "score"}  # not the target languages' scores
+    assert len(read) < sum(n.cfg.kind in ("finetune", "score") for n in full.jobs.values())
     # the first part computed, the full sweep has only the curves left
     while ready := first.ready():
         for node in ready:
@@ -140,8 +140,8 @@ def test_kinds_keep_those_jobs_and_what_they_read(tiny_cache, tmp_path, monkeypa
                      "cache": str(store.root.parent), "device": "cpu", "run": "r", "markers": str(tmp_path / "m")})
             node.state = "done"
     rest = build_graph(SweepSpec.from_dict(_spec(model)), store=store)
-    assert {n.cfg.kind for n in rest.nodes.values() if n.state == "todo"} == {"curve"}
-    assert rest.counts()["cached"] == len(first.nodes)
+    assert {n.cfg.kind for n in rest.jobs.values() if n.state == "todo"} == {"curve"}
+    assert rest.counts()["cached"] == len(first.jobs)
 
 
 def test_running_says_whether_a_sweep_of_that_name_runs(tiny_cache, tmp_path, monkeypatch, capsys):
@@ -152,7 +152,7 @@ def test_running_says_whether_a_sweep_of_that_name_runs(tiny_cache, tmp_path, mo
     spec_file = tmp_path / "t.json"
     spec_file.write_text(json.dumps(_spec(model)))
     assert main(["sweep", str(spec_file), "--running"]) == 1
-    progress = Progress(build_graph(SweepSpec.from_file(spec_file), store=store), "run1")
+    progress = SweepRecord(build_graph(SweepSpec.from_file(spec_file), store=store), "run1")
     progress.write(force=True)  # state running, driver: this process
     assert main(["sweep", str(spec_file), "--running"]) == 0
     assert "sweep t runs: 0 of " in capsys.readouterr().out
@@ -182,12 +182,12 @@ def test_worker_function_computes_through_the_store_and_a_rerun_reads(tiny_cache
     store = _cache(root, tmp_path / "cache", monkeypatch)
     spec = SweepSpec.from_dict(_spec(model, prune_levels=[0.25, 0.5], refinetune={"max_k": 2}))
     graph = build_graph(spec, store=store)
-    (rc_node,) = [n for n in graph.nodes.values() if n.cfg.kind == "refinetune"]
+    (rc_node,) = [n for n in graph.jobs.values() if n.cfg.kind == "refinetune"]
     assert not rc_node.expanded
     report = dry_run(graph)
     # k = 1, 2 pruned fine-tunes; per level k = 0, 1, 2 a dev and 2 test evaluations
     assert report["later_jobs"] == 2 + 3 * (1 + 2)
-    progress = Progress(graph, "run1")
+    progress = SweepRecord(graph, "run1")
     computed = 0
     while ready := graph.ready():
         for node in ready:
@@ -197,14 +197,14 @@ def test_worker_function_computes_through_the_store_and_a_rerun_reads(tiny_cache
                            "markers": str(progress.folder / "running")})
             assert res["attempt"] == 1 and res["key"] == node.cfg.key()
             node.state, computed = "done", computed + res["computed"]
-    assert rc_node.expanded and all(n.state == "done" for n in graph.nodes.values())
-    assert computed == len(graph.nodes) and not list((progress.folder / "running").iterdir())
+    assert rc_node.expanded and all(n.state == "done" for n in graph.jobs.values())
+    assert computed == len(graph.jobs) and not list((progress.folder / "running").iterdir())
     progress.state = "done"
     progress.write(force=True)
     (rec,) = [r for r in list_sweeps() if r["name"] == "t"]
-    assert rec["counts"]["done"] == len(graph.nodes) and rec["state"] == "done" and rec["driver_alive"]
+    assert rec["counts"]["done"] == len(graph.jobs) and rec["state"] == "done" and rec["driver_alive"]
     # the curves use the prune levels (and 0), and equal what the sequential study computes in another store
-    curve = next(n for n in graph.nodes.values() if n.cfg.kind == "curve" and n.cfg.strategy == "importance")
+    curve = next(n for n in graph.jobs.values() if n.cfg.kind == "curve" and n.cfg.strategy == "importance")
     assert curve.cfg.steps == (0, 3, 6)  # 25% and 50% of 3 x 4 heads
     seq = Study(model, store=Store(tmp_path / "seq"), progress=False)
     plan = spec.plans()[0]
@@ -212,7 +212,7 @@ def test_worker_function_computes_through_the_store_and_a_rerun_reads(tiny_cache
     assert seq.curve(curve.cfg) == Study(model, store=store, progress=False).curve(curve.cfg)
     assert seq.refinetune(rc_node.cfg) == store.get(rc_node.cfg)["result"]
     again = build_graph(spec, store=store)
-    assert again.counts()["cached"] == len(again.nodes) and not again.ready()
+    assert again.counts()["cached"] == len(again.jobs) and not again.ready()
 
 
 def test_dry_run_estimates_from_measured_job_times(tiny_cache, tmp_path, capsys, monkeypatch):
@@ -232,7 +232,7 @@ def test_dry_run_estimates_from_measured_job_times(tiny_cache, tmp_path, capsys,
                                                                           ("finetune", "score", "eval", "curve")}))
     graph = build_graph(spec14, store=store)
     report = dry_run(graph, cpus=2)
-    assert report["todo"] == report["jobs"] == len(graph.nodes) and not report["unknown_kinds"]
+    assert report["todo"] == report["jobs"] == len(graph.jobs) and not report["unknown_kinds"]
     assert report["kinds"]["finetune"]["seconds"] == pytest.approx(2 * measured["finetune"].seconds)
     assert report["wall_seconds"] >= report["seconds"] * threads / 2 - 1e-9
     assert report["wall_seconds"] >= report["critical_seconds"] and not report["notes"]
@@ -279,7 +279,7 @@ def test_a_plans_gradts_validation_is_one_sweep_job(tiny_cache, tmp_path, monkey
     path.write_text(json.dumps(gplan))
     spec = SweepSpec.from_dict(_spec(model, langs=["en"], strategies=["importance"], gradts=[str(path)]))
     graph = build_graph(spec, store=store)
-    (node,) = [n for n in graph.nodes.values() if n.cfg.kind == "gradts"]
+    (node,) = [n for n in graph.jobs.values() if n.cfg.kind == "gradts"]
     assert graph.gradts_plan(node) == GradTSPlan.from_file(path) and not node.deps
     report = dry_run(graph)
     assert report["kinds"]["gradts"]["todo"] == 1

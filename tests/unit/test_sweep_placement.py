@@ -57,7 +57,7 @@ def test_each_job_asks_for_the_memory_of_its_kind_and_model(tiny_cache, tmp_path
     root, model = tiny_cache
     params = model_params(model)
     graph = build_graph(_spec(model), store=Store(tmp_path / "runs"))
-    by_kind = {n.cfg.kind: n for n in graph.nodes.values()}
+    by_kind = {n.cfg.kind: n for n in graph.jobs.values()}
     for kind, node in by_kind.items():
         req = graph.request(node)
         assert req["num_cpus"] == 1 and req["num_gpus"] == 0
@@ -65,11 +65,11 @@ def test_each_job_asks_for_the_memory_of_its_kind_and_model(tiny_cache, tmp_path
     assert graph.request(by_kind["finetune"], gpus=2)["num_gpus"] == 1
     trained = build_graph(_spec(model, train={"max_train_sentences": 40, "freeze_embeddings": False}),
                           store=Store(tmp_path / "runs"))
-    (ft,) = [n for n in trained.nodes.values() if n.cfg.kind == "finetune"]
+    (ft,) = [n for n in trained.jobs.values() if n.cfg.kind == "finetune"]
     extra = trained.request(ft)["memory"] - graph.request(by_kind["finetune"])["memory"]
     assert extra == pytest.approx(TRAINED_EMBEDDINGS * 4 * params)
     fixed = build_graph(_spec(model, resources={"eval": {"memory_gb": 2.5}}), store=Store(tmp_path / "runs"))
-    (ev,) = [n for n in fixed.nodes.values() if n.cfg.kind == "eval"]
+    (ev,) = [n for n in fixed.jobs.values() if n.cfg.kind == "eval"]
     assert fixed.request(ev)["memory"] == 2.5 * GB
     with pytest.raises(ValueError, match=r"resources.eval.memory_gb must be a number of at least 0"):
         _spec(model, resources={"eval": {"memory_gb": -1}})

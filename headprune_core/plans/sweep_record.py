@@ -88,7 +88,7 @@ def _driver_alive(driver: dict) -> bool | None:
     return pid_alive(driver["pid"])
 
 
-class Progress:
+class SweepRecord:
     """Writes ``progress.json`` of a running sweep (atomically, at most twice a second unless forced)."""
 
     def __init__(self, graph: SweepGraph, run: str):
@@ -109,7 +109,7 @@ class Progress:
         jobs = [{"what": n.what, "kind": n.cfg.kind, "key": n.id.partition("/")[2], "state": n.state,
                  "seconds": n.seconds, "attempts": n.attempts, "host": n.host, "node": n.ray_node,
                  "computed": n.computed, "span": n.span, "retries": n.retries, "error": n.error}
-                for n in g.nodes.values()]
+                for n in g.jobs.values()]
         rec = {"name": g.spec.name, "run": self.run, "state": self.state, "started": self.started,
                "updated": now, "counts": g.counts(), "jobs": jobs, "spec": g.spec.to_dict(),
                "driver": {"host": socket.gethostname(), "pid": os.getpid()}}
