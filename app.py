@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached, figures, follow, lessons_view, links, page_end, roles, timing
+from headprune_app import cached, figures, follow, lessons_view, links, nav, page_end, roles, timing
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, SETTINGS
 from headprune_core.data.refs import names_task
@@ -22,19 +22,7 @@ from headprune_core.plans.presets import available_plans
 
 st.set_page_config(page_title="headprune", page_icon=":material/content_cut:", layout="wide")
 
-PAGES = [
-    st.Page("headprune_app/pages/home.py", title="Overview", icon=":material/home:", default=True),
-    st.Page("headprune_app/pages/importance.py", title="Head importance", icon=":material/grid_on:"),
-    st.Page("headprune_app/pages/prune.py", title="Prune & evaluate", icon=":material/content_cut:"),
-    st.Page("headprune_app/pages/retrain.py", title="Prune & retrain", icon=":material/model_training:"),
-    st.Page("headprune_app/pages/inspector.py", title="Head inspector", icon=":material/search:"),
-    st.Page("headprune_app/pages/task_affinity.py", title="Task affinity", icon=":material/hub:"),
-    st.Page("headprune_app/pages/shared_heads.py", title="Shared heads", icon=":material/join_inner:"),
-    st.Page("headprune_app/pages/findings.py", title="Findings", icon=":material/fact_check:"),
-    st.Page("headprune_app/pages/runs.py", title="Runs", icon=":material/storage:"),
-    st.Page("headprune_app/pages/add_data.py", title="Add data", icon=":material/upload_file:"),
-    st.Page("headprune_app/pages/lessons.py", title="Lessons", icon=":material/school:"),
-]
+PAGES = [st.Page(p.file, title=p.title, icon=p.icon, default=p.name == "home") for p in nav.PAGES]
 METHOD_HELP = {"gate_grad": "|d loss / d head gate| (Michel et al.; Ma et al.)",
                "kv_grad": "key/value weight gradients (GradTS)", "taylor": "first-order Taylor (TextPruner)",
                "entropy": "attention concentration (no labels)", "random": "seeded random baseline"}
@@ -124,18 +112,18 @@ def sidebar(follow_in_bar: bool = False) -> S.Selection:
 
 
 with timing.script_run() as run:  # HEADPRUNE_PAGE_LOG: each run's page and seconds (the classroom benchmark)
-    nav = st.navigation(PAGES)
-    run["page"] = nav.title
+    shown = st.navigation(PAGES)
+    run["page"] = shown.title
     roles.class_settings_or_stop()  # class mode only as `headprune serve --class` starts it
     roles.unlock_from_link()  # before the link's values are read: the token leaves the address
     links.remember()
-    lesson = lessons_view.route(nav.url_path or "home")  # a lesson's step on another page: switch there
+    lesson = lessons_view.route(shown.url_path or "home")  # a lesson's step on another page: switch there
     top = st.container()  # the lesson's bar (or presentation's line) with its menu, and the link's notes
     menu = lessons_view.top_row(top, lesson)  # before the sidebar's toggle: leaving presentation sets its state
     st.session_state["selection"] = sidebar(lesson is not None and not follow.presenter())
     try:
         with roles.reading_only(), page_end.framed():  # a student's page computes nothing outside the queue
-            nav.run()
+            shown.run()
     finally:  # also after a page's end_page(): the link as the page left it
         links.top(top, menu)
-        lessons_view.adder(top, nav.url_path or "home", nav.title, menu)
+        lessons_view.adder(top, shown.url_path or "home", shown.title, menu)

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from headprune_app import cached, figures, findings_view, follow, links, roles
+from headprune_app import cached, figures, findings_view, follow, links, nav, roles
 from headprune_app.resident import resident
 from headprune_core.base.text import md_code, md_text
 from headprune_core.findings.quote import card_ids
@@ -24,7 +24,6 @@ from headprune_core.plans import lessons as L
 from headprune_core.plans.lessons import Lesson, available
 from headprune_core.plans.presets import available_plans, find_plan
 
-PAGE_FILES = {p: f"headprune_app/pages/{p}.py" for p in L.PAGES}
 AT = "_lesson_at"  # (lesson, step) this session last switched to
 SWITCHING = "_lesson_switching"  # (lesson, step) this session switched to and has not yet shown on its page
 PENDING = "_lesson_pending"  # (lesson, step) asked for by a button drawn after the sidebar
@@ -51,7 +50,7 @@ def _signature() -> tuple:
 
 @resident(max_entries=4)
 def _read(signature: tuple) -> tuple[dict[str, Lesson], list[str]]:  # noqa: ARG001 -- the cache's key
-    return available()  # lessons are frozen: shared by every session, never changed in place
+    return available(pages=nav.NAMES)  # lessons are frozen: shared by every session, never changed in place
 
 
 def current() -> tuple[Lesson, int] | None:
@@ -97,7 +96,7 @@ def apply_step(lesson: Lesson, k: int, *, how: str) -> None:
     for key, values in {**display, **follow.carried()}.items():
         if not _bound_here(key):  # a bound toggle keeps its state and writes it back into the URL itself
             params[key] = values
-    page = PAGE_FILES[_page_of(lesson, k)]
+    page = nav.BY_NAME[_page_of(lesson, k)].file
     st.session_state[SWITCHING] = (lesson.name, k)
     st.switch_page(page, query_params={key: values if len(values) > 1 else values[0]
                                        for key, values in params.items()})
@@ -368,7 +367,7 @@ def _add(name: str, view: str, step_title: str, notes: str, *, new: bool, title:
     """Write the step (the server side of the owner's control: a student's session is refused here too)."""
     roles.require("writing lessons")
     try:
-        step = L.make_step(step_title, view, notes)
+        step = L.make_step(step_title, view, notes, pages=nav.NAMES)
         lesson, path = L.add_step(name, step, title=title, plan=cached.selection().plan.name, new=new,
                                   replace_existing=replace_ok)
     except L.LessonError as err:

@@ -34,6 +34,7 @@ Changing a shipped lesson saves the teacher's copy in the cache, which shadows i
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -43,8 +44,6 @@ from headprune_core.base.files import write_file_atomic
 
 PRESET_DIR = Path(__file__).with_name("lessons")
 MAX_BYTES = 256 * 1024  # a lesson is notes and links: a bigger file is not one
-PAGES = ("home", "importance", "prune", "retrain", "inspector", "task_affinity", "shared_heads", "findings", "runs",
-         "add_data", "lessons")
 LESSON_PARAMS = ("lesson", "step", "present")  # a lesson's position and the display, not the view's choices
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -87,22 +86,30 @@ def lessons_dir(cache: Path | None = None) -> Path:
     return (cache if cache is not None else cache_root()) / "lessons"
 
 
-def parse_view(text: str) -> tuple[str, tuple[tuple[str, str], ...], str]:
-    """``"prune?strategy=random&k=3"`` -> (page, params, problem): the problem is empty when the view is one
-    this dashboard has."""
+def parse_view(text: str, pages: Collection[str] | None = None) -> tuple[str, tuple[tuple[str, str], ...], str]:
+    """``"prune?strategy=random&k=3"`` -> (page, params, problem). ``pages``: the dashboard's page names, which
+    the app hands in (the core keeps no list of them). The page is the last part of the path that names one, so a
+    link copied from a server under a sub-path (``https://uni.example/course/prune?k=3``) reads as ``prune``, and
+    a link whose path names none (``https://uni.example/course/``) is the server's first page, ``home``. A view
+    written as a page name alone (``nowhere?k=3``) that is not one of ``pages`` has a problem that says so; with
+    ``pages`` None nothing is checked and the last part of the path is the page."""
     parts = urlsplit(text.strip())
-    page = parts.path.strip("/") or "home"
     params = tuple((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
                    if k not in LESSON_PARAMS)
-    if parts.scheme or parts.netloc:
-        page = parts.path.strip("/") or "home"  # a full link pasted: keep its page and choices, not its host
-    if page not in PAGES:
-        return page, params, f"unknown page {page!r} (pages: {', '.join(PAGES)})"
-    return page, params, ""
+    names = [part for part in parts.path.split("/") if part]  # a full link pasted: its path, not its host
+    if pages is None:
+        return (names[-1] if names else "home"), params, ""
+    page = next((name for name in reversed(names) if name in pages), None)
+    if page is not None:
+        return page, params, ""
+    if parts.scheme or parts.netloc or parts.path.startswith("/") or not names:
+        return "home", params, ""  # an address of the server itself: its base path (a sub-path) is its first page
+    return "/".join(names), params, f"unknown page {'/'.join(names)!r} (pages: {', '.join(pages)})"
 
 
-def parse(text: str, name: str, source: str = "") -> Lesson:
-    """A lesson from its Markdown text; :class:`LessonError` when it has no front matter, title or step."""
+def parse(text: str, name: str, source: str = "", *, pages: Collection[str] | None = None) -> Lesson:
+    """A lesson from its Markdown text; :class:`LessonError` when it has no front matter, title or step. A step
+    whose view is not one of ``pages`` (the app's; None: not checked) has a problem that says so."""
     where = source or name
     match = re.match(r"\A---\s*\n(.*?)\n---\s*\n(.*)\Z", text, re.S)
     if not match:
@@ -128,7 +135,7 @@ def parse(text: str, name: str, source: str = "") -> Lesson:
             page, params, problem = "home", (), "its first line is not 'view: PAGE?CHOICES'"
             notes = body.strip()
         else:
-            page, params, problem = parse_view(view.partition(":")[2])
+            page, params, problem = parse_view(view.partition(":")[2], pages)
             notes = "\n".join(lines[1:]).strip()
         if problem:
             problems.append(f"step {k} ({title.strip()}): {problem}")
@@ -137,9 +144,9 @@ def parse(text: str, name: str, source: str = "") -> Lesson:
                   tuple(problems))
 
 
-def read(path: Path) -> Lesson:
+def read(path: Path, *, pages: Collection[str] | None = None) -> Lesson:
     """The lesson in ``path``: :class:`LessonError` (naming the file) when it is too big, not text or not a
-    lesson."""
+    lesson; its steps' views checked against ``pages`` (:func:`parse`)."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -150,7 +157,7 @@ def read(path: Path) -> Lesson:
         raise LessonError(f"{path}: not UTF-8 text") from None
     except OSError as err:
         raise LessonError(f"{path}: cannot be read ({err.strerror or err})") from None
-    return parse(text, path.stem, str(path))
+    return parse(text, path.stem, str(path), pages=pages)
 
 
 def lesson_files(cache: Path | None = None) -> list[Path]:
@@ -159,15 +166,17 @@ def lesson_files(cache: Path | None = None) -> list[Path]:
             for path in (sorted(folder.glob("*.md")) if folder.is_dir() else [])]
 
 
-def available(cache: Path | None = None) -> tuple[dict[str, Lesson], list[str]]:
-    """Every lesson by name (the cache's shadow the presets') and a line for each file that cannot be read."""
+def available(cache: Path | None = None, *, pages: Collection[str] | None = None
+              ) -> tuple[dict[str, Lesson], list[str]]:
+    """Every lesson by name (the cache's shadow the presets') and a line for each file that cannot be read; the
+    steps' views checked against ``pages`` (:func:`parse`)."""
     found, problems = {}, []
     for path in lesson_files(cache):
         if not NAME.match(path.stem):
             problems.append(f"{path}: a lesson's file name is letters, digits, - _ . (at most 64)")
             continue
         try:
-            found[path.stem] = read(path)
+            found[path.stem] = read(path, pages=pages)
         except LessonError as err:
             problems.append(str(err))
     return found, problems
@@ -194,10 +203,11 @@ def render(lesson: Lesson) -> str:
     return "\n".join(lines)
 
 
-def make_step(title: str, link: str, notes: str = "") -> Step:
+def make_step(title: str, link: str, notes: str = "", *, pages: Collection[str] | None = None) -> Step:
     """A step showing the view of ``link`` (a full "Copy link" address, or ``PAGE?CHOICES``), with ``notes``;
-    :class:`LessonError` when the page is not one of the dashboard's or a notes line would start a new step."""
-    page, params, problem = parse_view(link)
+    :class:`LessonError` when the page is not one of ``pages`` (the dashboard's) or a notes line would start a
+    new step."""
+    page, params, problem = parse_view(link, pages)
     if problem:
         raise LessonError(f"this view cannot be a step: {problem}")
     bad = [line for line in notes.splitlines() if re.match(r"^## ", line)]

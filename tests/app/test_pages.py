@@ -390,3 +390,19 @@ def test_script_runs_are_logged_only_when_asked(fixture_cache, monkeypatch, tmp_
     log.unlink()
     run_page(at, "prune")
     assert not log.exists()
+
+
+def test_the_page_table_is_the_app_and_what_the_core_is_handed():
+    """One table of pages (headprune_app/nav.py): a file for each, no page file outside it, and the shipped lesson's
+    views all among the names the app hands the core."""
+    from pathlib import Path
+
+    from headprune_app import nav
+    from headprune_core.plans.lessons import available
+
+    root = Path(__file__).resolve().parents[2]
+    assert all((root / p.file).is_file() for p in nav.PAGES)
+    assert {p.name for p in nav.PAGES} == {f.stem for f in (root / "headprune_app" / "pages").glob("*.py")}
+    lesson = available(pages=nav.NAMES)[0]["attention-heads-across-languages"]
+    assert lesson.problems == () and {s.page for s in lesson.steps} <= set(nav.NAMES)
+    assert nav.PAGES[0].name == "home"  # app.py makes home the default page, first in the sidebar

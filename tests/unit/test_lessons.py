@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from headprune_app.nav import NAMES as PAGES  # the app's pages, as the app hands them to the core
 from headprune_core.plans import lessons as L
 
 GOOD = """---
@@ -48,11 +49,11 @@ def test_unreadable_lessons_say_what_is_wrong(text, message):
 
 def test_a_bad_step_says_why_and_the_others_work():
     text = GOOD.replace("view: importance?task=pos&lang=de", "view: secret-admin?x=1")
-    lesson = L.parse(text.replace("view: http", "notes without a view\nview: http"), "mixed")
+    lesson = L.parse(text.replace("view: http", "notes without a view\nview: http"), "mixed", pages=PAGES)
     assert [s.problem != "" for s in lesson.steps] == [True, True]
     assert lesson.problems[0].startswith("step 1 (Heads in German): unknown page 'secret-admin'")
     assert "first line is not 'view:" in lesson.problems[1]
-    ok = L.parse(GOOD.replace("view: importance", "view: nowhere"), "one-bad")
+    ok = L.parse(GOOD.replace("view: importance", "view: nowhere"), "one-bad", pages=PAGES)
     assert [s.problem == "" for s in ok.steps] == [False, True]
 
 
@@ -120,7 +121,8 @@ def test_a_shipped_lesson_changed_is_saved_as_the_caches_copy(tmp_path):
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: L.make_step("t", "admin?x=1"), "unknown page 'admin'"),
+    (lambda: L.make_step("t", "admin?x=1", pages=PAGES), "unknown page 'admin'"),
+    (lambda: L.make_step("t", "course/admin?x=1", pages=PAGES), "unknown page 'course/admin'"),
     (lambda: L.make_step("t", "home", "fine\n## a new step"), "starts a new step"),
     (lambda: L.lesson_path("../etc/passwd"), "use letters, digits"),
     (lambda: L.save(L.Lesson("empty", "t", "demo", "", ()), None), "at least one step"),
@@ -128,3 +130,22 @@ def test_a_shipped_lesson_changed_is_saved_as_the_caches_copy(tmp_path):
 def test_bad_writes_say_what_is_wrong(call, message):
     with pytest.raises(L.LessonError, match=message):
         call()
+
+
+@pytest.mark.parametrize("link", ["https://uni.example/course/prune?k=3", "https://uni.example/course/prune/?k=3",
+                                  "https://uni.example/prune?k=3", "/course/prune?k=3", "prune?k=3", "prune/?k=3"])
+def test_a_link_from_a_server_under_a_sub_path_reads_its_page(link):
+    """Behind a reverse proxy the dashboard lives under a sub-path: the page is the last part of the path that
+    names one of the app's pages, with or without a trailing slash."""
+    assert L.parse_view(link, PAGES) == ("prune", (("k", "3"),), "")
+    assert L.make_step("", link, pages=PAGES).page == "prune"
+
+
+def test_the_core_checks_pages_only_against_the_list_the_app_gives():
+    # the server's own address, at its root or under a sub-path, with or without the slash: its first page
+    for base in ("https://uni.example/course/?k=3", "https://uni.example/course?k=3", "https://uni.example/?k=3",
+                 "/course/?k=3", "?k=3"):
+        assert L.parse_view(base, PAGES) == ("home", (("k", "3"),), ""), base
+    assert L.parse_view("nowhere?k=3", PAGES)[2] == f"unknown page 'nowhere' (pages: {', '.join(PAGES)})"
+    assert L.parse_view("mine?k=3", ("home", "mine")) == ("mine", (("k", "3"),), "")  # another app's pages
+    assert L.parse_view("mine?k=3") == ("mine", (("k", "3"),), "")  # no list given: not checked
