@@ -14,7 +14,7 @@ import re
 import torch
 
 from headprune_core.base.defaults import MAX_LENGTH
-from headprune_core.encoders.device import device_of
+from headprune_core.encoders.device import device_of, to_device
 from headprune_core.encoders.heads import attention_probs, head_gates, kept_heads
 
 MAX_CHARS = 2000
@@ -58,8 +58,7 @@ def _encode(model, tokenizer, words: list[str], max_length: int) -> tuple[dict, 
                     return_tensors="pt")
     word_ids = enc.word_ids(0)
     pieces = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
-    return {"input_ids": enc["input_ids"].to(device), "attention_mask": enc["attention_mask"].to(device)}, \
-        word_ids, pieces
+    return to_device({k: enc[k] for k in ("input_ids", "attention_mask")}, device), word_ids, pieces
 
 
 def tag_sentence(model, tokenizer, words: list[str], *, task: str | None = None,

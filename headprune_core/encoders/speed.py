@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from headprune_core.encoders.device import autocast, device_of
+from headprune_core.encoders.device import autocast, device_of, to_device
 from headprune_core.encoders.heads import base_model, count_parameters, head_dim, head_shape, present_mask, pruned_copy
 
 SOFTMAX_FLOPS = 5  # per attention score: max, subtract, exp, sum, divide
@@ -127,8 +127,7 @@ def measure_speed(model: torch.nn.Module, mask: torch.Tensor, batch: dict, *, re
     the FLOP limit for this sequence length. The original model is untouched."""
     device = device_of(model)
     small = pruned_copy(model, mask)
-    inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device),
-              "task": batch.get("task")}
+    inputs = {**to_device({k: batch[k] for k in ("input_ids", "attention_mask")}, device), "task": batch.get("task")}
 
     was = model.training
     model.eval(), small.eval()

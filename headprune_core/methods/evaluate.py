@@ -15,7 +15,7 @@ import torch
 from headprune_core.base.choices import LAYER_PAIRS, LAYER_PARTS, STRATEGIES
 from headprune_core.base.files import read_json
 from headprune_core.base.progress import Step
-from headprune_core.encoders.device import autocast, device_of
+from headprune_core.encoders.device import autocast, device_of, to_device
 from headprune_core.encoders.heads import head_gates, head_shape
 from headprune_core.methods.uncertainty import bootstrap_ci, sentence_units
 
@@ -78,8 +78,8 @@ def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tens
     with gates, torch.no_grad():
         for n, batch in enumerate(batches, 1):
             with autocast(device):
-                logits = model(batch["input_ids"].to(device), batch["attention_mask"].to(device),
-                               task=batch.get("task"))
+                inputs = to_device({k: batch[k] for k in ("input_ids", "attention_mask")}, device)
+                logits = model(inputs["input_ids"], inputs["attention_mask"], task=batch.get("task"))
             guess = logits.argmax(-1).cpu()
             labels = batch["labels"]
             if labels.dim() == 2:
