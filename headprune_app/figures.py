@@ -125,6 +125,7 @@ def show(fig: go.Figure, *, name: str, title: str, caption: str = "", key: str, 
     ``show_caption`` is False: the page writes it once for several charts), and two buttons that download it
     for slides (PNG and SVG, made on click, the caption baked in either way)."""
     if presenting():
+        fig = go.Figure(fig)  # a copy: the figure may be shared by every session (findings_view.chart)
         fig.update_layout(font={"size": 18})
     event = st.plotly_chart(fig, config=charts.png_config(name), key=key, **kwargs)
     if caption and show_caption:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import replace
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from headprune_app import cached, captions, exports, figures, roles
+from headprune_app import cached, captions, exports, figures, nav, roles
 from headprune_app.resident import resident
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
@@ -41,15 +42,11 @@ from headprune_core.plans import selection as S
 from headprune_core.plans.presets import find_plan
 from headprune_core.runs.estimate import describe_estimate
 
+SIGNATURE_S = 1.0  # how stale the page's view of which results are cached may be (a new result shows within it)
 BADGES = {REPRODUCED: ("green", ":material/check_circle:"), SMALLER: ("violet", ":material/trending_down:"),
           OTHER_WAY: ("red", ":material/swap_horiz:"), SAME: ("blue", ":material/link:"),
           INCONCLUSIVE: ("orange", ":material/help:"), ONE_RUN: ("orange", ":material/looks_one:"),
           MISSING: ("gray", ":material/hourglass_empty:")}
-PAGES = {"retrain": ("headprune_app/pages/retrain.py", "Prune & retrain"),
-         "prune": ("headprune_app/pages/prune.py", "Prune & evaluate"),
-         "importance": ("headprune_app/pages/importance.py", "Head importance"),
-         "task_affinity": ("headprune_app/pages/task_affinity.py", "Task affinity"),
-         "shared_heads": ("headprune_app/pages/shared_heads.py", "Shared heads")}
 
 
 class _Shared:
@@ -64,6 +61,11 @@ class _Shared:
         self.starting = threading.Lock()  # held an instant: who starts a background reading
         self.warming: set[tuple] = set()  # (plan, model, cache folder) being read by a background thread
         self.failed: dict[tuple, Exception] = {}  # a background reading that failed (a session reads again)
+        # per held object (by id, with the object itself so the id stays its): what every session's run of the
+        # page would otherwise build again, each costing tenths of a second of the one GIL (30 followers at once)
+        self.signatures: dict[int, tuple[Findings, float, tuple]] = {}  # (findings, when, which results cached)
+        self.missing: dict[int, tuple[Findings, tuple, list]] = {}  # (findings, signature, missing jobs)
+        self.charts: dict[int, tuple[object, go.Figure | None]] = {}  # (card or card list, its chart)
 
 
 @resident()
@@ -155,8 +157,36 @@ def cards(f: Findings) -> list[Card]:
 
 
 def _signature(f: Findings) -> tuple:
-    """Which of the plan's results are in the cache (the cards are read again when this changes)."""
-    return tuple(f.study.store.has(j.cfg) for j in f.jobs)
+    """Which of the plan's results are in the cache (the cards are read again when this changes): looked up at
+    most once per :data:`SIGNATURE_S` for all sessions (each lookup reads every entry's records)."""
+    shared, now = _shared(), time.monotonic()
+    held = shared.signatures.get(id(f))
+    if held is not None and held[0] is f and now - held[1] < SIGNATURE_S:
+        return held[2]
+    signature = tuple(f.study.store.has(j.cfg) for j in f.jobs)
+    shared.signatures[id(f)] = (f, now, signature)
+    return signature
+
+
+def missing_jobs(f: Findings) -> list:
+    """``f.missing()``, once per state of the plan's results for all sessions."""
+    shared, signature = _shared(), _signature(f)
+    held = shared.missing.get(id(f))
+    if held is None or held[0] is not f or held[1] != signature:
+        held = shared.missing[id(f)] = (f, signature, f.missing())
+    return held[2]
+
+
+def chart(of, build) -> go.Figure | None:
+    """The chart of ``of`` (a held card, or the held list of cards) from ``build(of)`` (a figure's dict or
+    None), built once per object for all sessions (plotly's validation of a figure costs about 0.1 s). Shared:
+    a caller that changes it draws a copy (:func:`figures.show` does when presenting)."""
+    shared = _shared()
+    held = shared.charts.get(id(of))
+    if held is None or held[0] is not of:
+        spec = build(of)
+        held = shared.charts[id(of)] = (of, go.Figure(spec) if spec is not None else None)
+    return held[1]
 
 
 def _held(f: Findings, root: str) -> tuple[list[Card], list[dict]]:
@@ -171,6 +201,7 @@ def _held(f: Findings, root: str) -> tuple[list[Card], list[dict]]:
         if held is None or held[0] != signature:
             state = read_staged(f.study, f.plan, draws=f.draws, first=f)
             held = shared.cards[key] = (signature, state.cards, state.looks)
+            shared.charts.clear()  # the charts of cards no longer shown
     return held[1], held[2]
 
 
@@ -178,9 +209,8 @@ def forget() -> None:
     """Drop what the server keeps for the Findings page (after a computation changed the plan's results)."""
     shared = _shared()
     with shared.lock:
-        shared.findings.clear()
-        shared.cards.clear()
-        shared.failed.clear()
+        for held in (shared.findings, shared.cards, shared.failed, shared.signatures, shared.missing, shared.charts):
+            held.clear()
 
 
 def staged_caption() -> None:
@@ -194,9 +224,9 @@ def overview(cards: list[Card]) -> None:
     """The page's message at a glance: every card's estimate and interval on one scale (units of the paper's
     effect or margin), coloured by its headline (set by the staged reading, controlled across the page); with
     PNG/SVG export like every chart."""
-    fig = page_figure(cards)
+    fig = chart(cards, page_figure)
     if fig is not None:
-        figures.show(go.Figure(fig), name="findings-page", title="Findings: every card on one scale",
+        figures.show(fig, name="findings-page", title="Findings: every card on one scale",
                      caption=PAGE_CAPTION, key="findings_page_chart")
 
 
@@ -217,7 +247,7 @@ def summary(cards: list[Card]) -> None:
 
 def offer(f: Findings) -> None:
     """Say what is missing and compute it on a click, with a progress bar; rerun when done."""
-    missing = f.missing()
+    missing = missing_jobs(f)
     if not missing:
         return
     text = describe_estimate(f.estimate(missing))
@@ -238,7 +268,7 @@ def offer(f: Findings) -> None:
 def report_buttons(f: Findings, cards: list[Card]) -> None:
     """Download the cards as a report to hand out: one self-contained HTML file (interactive charts, opens
     offline) or Markdown; each is written only when its button is clicked."""
-    title, intro = report_title(f)
+    title, intro = report_title(f, missing=len(missing_jobs(f)))
     name = f"findings-{f.plan.name}"
     html_col, md_col = st.columns(2)
     # one build at a time per server, a repeat served from the last (the HTML draws every card's chart)
@@ -292,9 +322,9 @@ def render_card(card: Card) -> None:
                 st.caption(captions.mde_caption(card.mde, h.rule.target, h.rule.unit, h.rule.kind, h.paper_effect))
             for note in card.notes:
                 st.caption(note)
-            fig = card_figure(card)
+            fig = chart(card, card_figure)
             if fig is not None:
-                figures.show(go.Figure(fig), name=f"findings-{card.key}", title=f"({card.key}) {card.title}",
+                figures.show(fig, name=f"findings-{card.key}", title=f"({card.key}) {card.title}",
                              caption=captions.CARD_FIGURE, key=f"card_chart_{card.key}")
             if card.rows:
                 st.dataframe(pd.DataFrame(card.rows), hide_index=True)
@@ -306,5 +336,5 @@ def render_card(card: Card) -> None:
                 st.markdown(captions.calibration_text(card.calibration))
             if card.protocol:
                 st.markdown(f"**Protocol here.** {card.protocol}")
-        path, title = PAGES[card.page]
+        path, title = nav.BY_NAME[card.page].file, nav.BY_NAME[card.page].title
         st.page_link(path, label=f"Evidence: {title}", icon=":material/arrow_forward:")

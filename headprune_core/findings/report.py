@@ -352,9 +352,10 @@ def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: 
     return "\n".join(lines)
 
 
-def report_title(found: Findings) -> tuple[str, str]:
-    """The report's title and its first paragraph: the plan, the model and what is not computed yet."""
-    missing = len(found.missing())
+def report_title(found: Findings, *, missing: int | None = None) -> tuple[str, str]:
+    """The report's title and its first paragraph: the plan, the model and what is not computed yet (``missing``
+    jobs, counted here unless the caller knows)."""
+    missing = len(found.missing()) if missing is None else missing
     title = f"headprune findings: plan {found.plan.name} ({found.plan.model})"
     intro = (f"{found.plan.description} Each card tests one claim of the papers behind headprune, stated before "
              "the data, with training runs as the unit of uncertainty; 'inconclusive' means this data cannot tell, and "

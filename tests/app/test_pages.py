@@ -406,3 +406,24 @@ def test_the_page_table_is_the_app_and_what_the_core_is_handed():
     lesson = available(pages=nav.NAMES)[0]["attention-heads-across-languages"]
     assert lesson.problems == () and {s.page for s in lesson.steps} <= set(nav.NAMES)
     assert nav.PAGES[0].name == "home"  # app.py makes home the default page, first in the sidebar
+
+
+def test_the_findings_page_builds_each_chart_once_for_every_session(fixture_cache, tmp_path, monkeypatch):
+    """Thirty followers open the Findings step at once: each card's chart (plotly validates a figure in about
+    0.1 s of the one GIL) is built once for the server, not once per session's run."""
+    from headprune_app import findings_view
+
+    cache = tmp_path / "cache"  # a cache folder of its own: the server's held cards are its alone
+    cache.mkdir()
+    for part in ("runs", "plans", "corpora"):
+        (cache / part).symlink_to(fixture_cache["root"] / part)
+    built, card_figure, page_figure = [], findings_view.card_figure, findings_view.page_figure
+    monkeypatch.setattr(findings_view, "card_figure", lambda card: built.append(card.key) or card_figure(card))
+    monkeypatch.setattr(findings_view, "page_figure", lambda cards: built.append("page") or page_figure(cards))
+    for _ in range(3):  # three sessions, one after another
+        at = make_app(cache, monkeypatch)
+        at.run()
+        run_page(at, "findings")
+        assert not at.exception, [e.value for e in at.exception]
+    assert "page" in built and sorted(built) == sorted(set(built)), built  # the charts, each built once
+    assert len(plotly_charts(at)) >= len(built) - 1  # and the last session drew them (the page's, if any)
