@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 from bench.classroom import CLASS_ENV, cpu_seconds, percentile
@@ -104,6 +105,76 @@ async def _students(url: str, n: int, follow: bool, stop: Path, ready: Path,
     return seen
 
 
+async def _protocol_student(url: str, follow: bool, seen: list[tuple[float, int]], state: dict) -> None:
+    """One student as Streamlit's own browser code talks to the server, without drawing: opens the class link,
+    then sends the following fragment's look every interval it was given (``auto_rerun``), one at a time, with
+    the page and address the server last named. ``seen``: (time, step) whenever a script run ends on a new step
+    of the address: a whole page run ended, what the student's window has then drawn (not the look that
+    switched to it). Stops when ``state["stop"]``."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from websockets.asyncio.client import connect
+
+    def rerun(query: str, page_hash: str, fragment: str = "") -> bytes:
+        msg = BackMsg()
+        msg.rerun_script.query_string, msg.rerun_script.page_script_hash = query, page_hash
+        if fragment:
+            msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, True
+        return msg.SerializeToString()
+
+    query = "follow=true" if follow else f"lesson={LESSON}&step=1"
+    page_hash, look, every, busy, due, sent = "", "", 0.0, True, float("inf"), 0.0
+    async with connect(url.replace("http://", "ws://") + "/_stcore/stream", subprotocols=["streamlit"],
+                       origin=url, max_size=None, ping_interval=None) as ws:
+        await ws.send(rerun(query, page_hash))
+        while not state["stop"]:
+            try:
+                raw = await asyncio.wait_for(ws.recv(), timeout=max(0.01, min(due - time.monotonic(), 0.5)))
+            except TimeoutError:
+                raw = None
+            if raw is not None:
+                msg = ForwardMsg()
+                msg.ParseFromString(raw)
+                kind = msg.WhichOneof("type")
+                if kind == "new_session":
+                    page_hash = msg.new_session.page_script_hash or page_hash
+                elif kind == "page_info_changed":
+                    query = msg.page_info_changed.query_string
+                elif kind == "auto_rerun":  # a full run (re)names the fragment that looks
+                    look, every = msg.auto_rerun.fragment_id, msg.auto_rerun.interval
+                    due = min(due, time.monotonic() + every)
+                elif kind == "script_finished":
+                    busy = False
+                    step = dict(urllib.parse.parse_qsl(query)).get("step", "")
+                    whole = msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY  # not a look that switched
+                    if whole and step.isdigit() and (not seen or seen[-1][1] != int(step)):
+                        seen.append((time.time(), int(step)))
+            if look and time.monotonic() >= due and (not busy or time.monotonic() >= sent + 10 * every):
+                busy, sent, due = True, time.monotonic(), time.monotonic() + every  # a look dropped: again
+                await ws.send(rerun(query, page_hash, look))
+
+
+async def _protocol_students(url: str, n: int, follow: bool, stop: Path, ready: Path,
+                             grace: float) -> list[list[tuple[float, int]]]:
+    """:func:`_students` as protocol clients (:func:`_protocol_student`): the server's part alone, as when each
+    student's browser runs on the student's own machine."""
+    seen: list[list[tuple[float, int]]] = [[] for _ in range(n)]
+    state = {"stop": False}
+    tasks = []
+    for i in range(n):  # students arrive one after another
+        tasks.append(asyncio.create_task(_protocol_student(url, follow, seen[i], state)))
+        await asyncio.sleep(0.5)
+    while not all(seen) and not stop.exists():  # every student shows a step
+        await asyncio.sleep(0.5)
+    ready.write_text("ready")
+    while not stop.exists():
+        await asyncio.sleep(LOOK_S)
+    await asyncio.sleep(grace)
+    state["stop"] = True
+    await asyncio.gather(*tasks)
+    return seen
+
+
 def _teacher(pw, url: str, title: str):
     """The teacher's window: unlocked, presenting the lesson at step 1."""
     from tests.helpers import browser
@@ -118,8 +189,10 @@ def _teacher(pw, url: str, title: str):
     return page
 
 
-def measure(cache: Path, work: Path, *, n: int, follow: bool, every: float, seconds: float) -> dict:
-    """One class on a fresh class-mode server: the students (following or not); the teacher staying on step 1 for
+def measure(cache: Path, work: Path, *, n: int, follow: bool, every: float, seconds: float,
+            clients: str = "protocol") -> dict:
+    """One class on a fresh class-mode server: the students (following or not; ``clients``: ``protocol``,
+    :func:`_protocol_students`, or ``chromium``, :func:`_students`); the teacher staying on step 1 for
     ``seconds / 5`` (following, what the windows' looks cost alone), then the teacher's moves. Written to
     ``work`` as it ends (a long run keeps what it measured)."""
     from playwright.sync_api import sync_playwright
@@ -128,7 +201,7 @@ def measure(cache: Path, work: Path, *, n: int, follow: bool, every: float, seco
     from tests.helpers import browser
 
     lesson = available(cache)[0][LESSON]
-    tag = f"{n}-{'following' if follow else 'staying'}"
+    tag = f"{n}-{'following' if follow else 'staying'}-{clients}"
     stop, ready, out = (work / f"follow-{tag}.{name}" for name in ("stop", "ready", "json"))
     for path in (stop, ready, out):
         path.unlink(missing_ok=True)
@@ -141,7 +214,7 @@ def measure(cache: Path, work: Path, *, n: int, follow: bool, every: float, seco
         teacher = _teacher(pw, url, lesson.title)
         students = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "bench.follow", "--students", url,
                                      str(n), "1" if follow else "0", str(stop), str(ready), str(out),
-                                     str(min(GRACE_S, every))], cwd=REPO)
+                                     str(min(GRACE_S, every)), clients], cwd=REPO)
         while not ready.exists():
             if students.poll() is not None:
                 raise RuntimeError(f"the students' browsers ended before the class began (exit {students.returncode})")
@@ -167,7 +240,7 @@ def measure(cache: Path, work: Path, *, n: int, follow: bool, every: float, seco
     runs = [json.loads(line) for line in page_log.read_text().splitlines()] if page_log.exists() else []
     found = delays(clicks, seen, end) if follow else {"delays": [], "missed": 0, "pairs": 0}
     served = delays(clicks, server_seen(runs), end) if follow else {"delays": [], "missed": 0, "pairs": 0}
-    res = {"n": n, "follow": follow, "moves": len(clicks), "wall_s": wall, "server_cpu_s": cpu,
+    res = {"n": n, "follow": follow, "clients": clients, "moves": len(clicks), "wall_s": wall, "server_cpu_s": cpu,
            "cpu_per_student_minute": cpu / n / (wall / 60), "still_s": still_wall, "still_cpu_s": still_cpu,
            "still_cpu_per_student_minute": still_cpu / n / (still_wall / 60), **found,
            "p50": percentile(found["delays"], 50), "p95": percentile(found["delays"], 95),
@@ -179,52 +252,58 @@ def measure(cache: Path, work: Path, *, n: int, follow: bool, every: float, seco
 
 
 def run(cache: Path, work: Path, *, quick: bool = False) -> tuple[list[list], list[Goal], list[str]]:
-    """The two classes (following, not following): table rows (:data:`COLUMNS`),
-    the goal and the notes of the classroom section (the last note is the table)."""
+    """Three classes: following and not following as protocol clients (the server's part, as when every student
+    has a machine), and following in Chromium windows that share this machine's cores with the server: table rows
+    (:data:`COLUMNS`), the goals and the notes of the classroom section (the last note is the table)."""
     n, every, seconds = QUICK if quick else (N, EVERY, SECONDS)
-    on, off = (measure(cache, work, n=n, follow=follow, every=every, seconds=seconds) for follow in (True, False))
-    rows = [[f"{r['n']} {'following' if r['follow'] else 'not following'}", r["moves"],
+    on, off, windows = (measure(cache, work, n=n, follow=follow, every=every, seconds=seconds, clients=clients)
+                        for follow, clients in ((True, "protocol"), (False, "protocol"), (True, "chromium")))
+    rows = [[f"{r['n']} {'following' if r['follow'] else 'not following'}, {LABEL[r['clients']]}", r["moves"],
              *((f"{r['pairs'] - r['missed']}/{r['pairs']}", *(round(r[q], 1) for q in ("p50", "p95", "max")),
                 f"{r['server_pairs'] - r['server_missed']}/{r['server_pairs']}",
                 *(round(r[q], 1) for q in ("server_p50", "server_p95")))
                if r["follow"] else ["-"] * 7),
              round(r["server_cpu_s"], 1), round(r["cpu_per_student_minute"], 2),
-             round(r["still_cpu_per_student_minute"], 2)] for r in (on, off)]
-    goals = [Goal(f"p95 delay from the teacher's Next to a following student's step ({n} students)", "< 5 s",
-                  f"{on['p95']:.1f} s ({on['missed']} of {on['pairs']} missed)",
-                  (on["p95"] < 5 and on["missed"] == 0) if not quick else None),
-             Goal(f"p95 delay from the teacher's Next to the server's run of that step for a follower ({n})",
-                  "< 5 s", f"{on['server_p95']:.1f} s ({on['server_missed']} of {on['server_pairs']} missed)",
-                  (on["server_p95"] < 5 and on["server_missed"] == 0) if not quick else None)]
+             round(r["still_cpu_per_student_minute"], 2)] for r in (on, off, windows)]
+    goals = [Goal(f"p95 delay from the teacher's Next to a following student's step ({n} students, each with "
+                  "a machine: protocol clients)", "< 5 s", f"{on['p95']:.1f} s ({on['missed']} of {on['pairs']} "
+                  "missed)", (on["p95"] < 5 and on["missed"] == 0) if not quick else None),
+             Goal(f"the same, {n} Chromium windows on the server's own 2 cores (informative: a class's browsers "
+                  "are on the students' machines)", "-", f"{windows['p95']:.1f} s ({windows['missed']} of "
+                  f"{windows['pairs']} missed)", None)]
     notes = [f"Following (issue 46, `python -m bench.follow`): a class-mode server, the teacher presenting the "
-             f"lesson {LESSON!r} and pressing Next (Back past the last step) every {every:.0f} s for "
-             f"{seconds:.0f} s; {n} students in one Chromium at nice 19, each a context, opened with ?follow=true "
-             f"(or, not following, on the lesson's first step). A delay runs from the teacher's click to the "
-             f"student's window showing that step (read every {LOOK_S} s); a student not there before the "
-             f"teacher's next click counts as missed. The browsers of the whole class share this machine's cores "
-             f"with the server, so the window's delay holds the drawing of {n} pages at once; 'served' times the "
-             f"same from the server's page log (HEADPRUNE_PAGE_LOG): the end of the student's script run for that "
-             f"step, what a student's own machine then draws. Server CPU: the streamlit process's user+system "
-             f"seconds over the teacher's moves, per student per minute: {on['cpu_per_student_minute']:.2f} s "
-             f"following, {off['cpu_per_student_minute']:.2f} s not following. Before the first move the teacher "
-             f"stays on step 1 for {seconds / 5:.0f} s: then the following windows' looks (every {TICK_S:.0f} s) cost "
-             f"{on['still_cpu_per_student_minute']:.2f} s per student per minute, against "
-             f"{off['still_cpu_per_student_minute']:.2f} s for windows that do not follow; the rest of following's "
-             "cost is each follower's page run at each of the teacher's steps."]
+             f"lesson {LESSON!r} in Chromium and pressing Next (Back past the last step) every {every:.0f} s for "
+             f"{seconds:.0f} s; {n} students opened the class link with ?follow=true (or, not following, the "
+             f"lesson's first step). 'protocol': each student a client of Streamlit's websocket protocol that "
+             f"does what the browser does (the following fragment's look every {TICK_S:.0f} s, the page and address "
+             f"the server names) but draws nothing, all at nice 19: the server's part, as in a room where each "
+             f"student's browser runs on the student's own machine. 'Chromium': {n} contexts of one Chromium at "
+             f"nice 19 on this machine, whose drawing competes with the server for its cores. A delay runs from "
+             f"the teacher's click to the student showing that step (protocol: the end of the page run for it; "
+             f"Chromium: the window's step line, read every {LOOK_S} s); one not there before the teacher's next "
+             f"click counts as missed. 'served' times the same from the server's page log (HEADPRUNE_PAGE_LOG). "
+             f"Server CPU: the streamlit process's user+system seconds over the teacher's moves, per student per "
+             f"minute: {on['cpu_per_student_minute']:.2f} s following, {off['cpu_per_student_minute']:.2f} s not "
+             f"following (protocol). Before the first move the teacher stays on step 1 for {seconds / 5:.0f} s: "
+             f"then the following students' looks cost {on['still_cpu_per_student_minute']:.2f} s per student per "
+             f"minute, against {off['still_cpu_per_student_minute']:.2f} s for students who do not follow; the "
+             "rest of following's cost is each follower's page run at each of the teacher's steps."]
     table = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     table += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
     return rows, goals, [*notes, "\n  ".join(table)]
 
 
+LABEL = {"protocol": "protocol clients", "chromium": "Chromium windows"}
 COLUMNS = ["class", "teacher's moves", "arrived", "delay p50 s", "delay p95 s", "delay max s",
            "served", "server delay p50 s", "server delay p95 s", "server CPU s",
            "server CPU s / student / min", "same, teacher still"]
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--students":  # python -m bench.follow --students URL N FOLLOW STOP READY OUT GRACE (niced)
-        url, n, follow, stop, ready, out, grace = sys.argv[2:9]
-        seen = asyncio.run(_students(url, int(n), follow == "1", Path(stop), Path(ready), float(grace)))
+    if sys.argv[1] == "--students":  # python -m bench.follow --students URL N FOLLOW STOP READY OUT GRACE KIND (niced)
+        url, n, follow, stop, ready, out, grace, kind = sys.argv[2:10]
+        students = _protocol_students if kind == "protocol" else _students
+        seen = asyncio.run(students(url, int(n), follow == "1", Path(stop), Path(ready), float(grace)))
         Path(out).write_text(json.dumps(seen))
     else:  # python -m bench.follow [CACHE] [--quick]: both classes, printed as JSON lines
         import tempfile

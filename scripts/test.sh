@@ -15,7 +15,7 @@ LOG=$(mktemp)
 trap 'rm -f "$LOG"' EXIT
 # pytest with these arguments, failing when it skipped a test: everything a skip waits for (Chromium, Playwright,
 # kaleido, Ray) is installed above, so here a skip is a check that did not run. -rfEs lists failures, errors and each
-# skip with its reason (an xfail is not a skip).
+# skip with its reason (an xfail is not a skip); --durations=15 prints the 15 slowest items of each tier.
 pytest_no_skips() {
   local skipped
   python -m pytest -rfEs "$@" | tee "$LOG"
@@ -27,5 +27,5 @@ pytest_no_skips() {
     return 1
   fi
 }
-pytest_no_skips -q tests
-pytest_no_skips -q -m "slow or browser" -n 0 tests
+pytest_no_skips -q --durations=15 tests
+pytest_no_skips -q --durations=15 -m "slow or browser" -n 0 tests
