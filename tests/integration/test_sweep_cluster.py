@@ -6,13 +6,16 @@ killed during a fine-tune costs that attempt only; a killed head stops the sweep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -40,14 +43,58 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def ray_processes(folder: str) -> list[int]:
+    """The processes of the Ray cluster whose temp folder is ``folder``: those that name it (or its session folder
+    inside it) on their command line, and their descendants (workers and agents, which rename themselves
+    ``ray::...``). This test's cluster's alone, never another cluster's on the machine."""
+    named, parent = set(), {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            parent[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if folder in cmdline:
+            named.add(int(proc.name))
+    found, grew = set(named), True
+    while grew:
+        more = {pid for pid, ppid in parent.items() if ppid in found and pid not in found}
+        found |= more
+        grew = bool(more)
+    return sorted(found)
+
+
+def stop_ray_in(folder: str, *, within: float = 30.0) -> list[int]:
+    """Stop the Ray cluster of ``folder`` alone (``ray stop`` stops every Ray process on the machine, a user's own
+    cluster included): SIGTERM, then SIGKILL what is left after ``within`` seconds. Returns what was left."""
+    for pid in ray_processes(folder):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + within
+    while ray_processes(folder) and time.time() < deadline:
+        time.sleep(0.5)
+    left = ray_processes(folder)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
 @pytest.fixture
 def cluster():
+    """A Ray head of its own (its own temp folder), stopped alone afterwards."""
     port = _free_port()
+    folder = tempfile.mkdtemp(prefix="hpray-", dir="/tmp")  # short: Ray's socket paths live under it
     started = _ray("start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-                   "--object-store-memory=200000000", "--disable-usage-stats")
+                   "--object-store-memory=200000000", "--disable-usage-stats", f"--temp-dir={folder}")
     assert started.returncode == 0, started.stderr[-2000:]
+    assert ray_processes(folder), "the head's processes do not name its temp folder"
     yield f"127.0.0.1:{port}"
-    _ray("stop", "--force")
+    stop_ray_in(folder)
+    assert not ray_processes(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_two_sweeps_on_an_existing_cluster_share_one_cache(tiny_cache, tmp_path, cluster):
