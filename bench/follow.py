@@ -111,22 +111,16 @@ async def _protocol_student(url: str, follow: bool, seen: list[tuple[float, int]
     the page and address the server last named. ``seen``: (time, step) whenever a script run ends on a new step
     of the address: a whole page run ended, what the student's window has then drawn (not the look that
     switched to it). Stops when ``state["stop"]``."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     from websockets.asyncio.client import connect
 
-    def rerun(query: str, page_hash: str, fragment: str = "") -> bytes:
-        msg = BackMsg()
-        msg.rerun_script.query_string, msg.rerun_script.page_script_hash = query, page_hash
-        if fragment:
-            msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, True
-        return msg.SerializeToString()
+    from tests.helpers.hostile import rerun_message, stream_url
 
     query = "follow=true" if follow else f"lesson={LESSON}&step=1"
     page_hash, look, every, busy, due, sent = "", "", 0.0, True, float("inf"), 0.0
-    async with connect(url.replace("http://", "ws://") + "/_stcore/stream", subprotocols=["streamlit"],
-                       origin=url, max_size=None, ping_interval=None) as ws:
-        await ws.send(rerun(query, page_hash))
+    async with connect(stream_url(url), subprotocols=["streamlit"], origin=url, max_size=None,
+                       ping_interval=None) as ws:
+        await ws.send(rerun_message(query, page_hash=page_hash))
         while not state["stop"]:
             try:
                 raw = await asyncio.wait_for(ws.recv(), timeout=max(0.01, min(due - time.monotonic(), 0.5)))
@@ -151,7 +145,7 @@ async def _protocol_student(url: str, follow: bool, seen: list[tuple[float, int]
                         seen.append((time.time(), int(step)))
             if look and time.monotonic() >= due and (not busy or time.monotonic() >= sent + 10 * every):
                 busy, sent, due = True, time.monotonic(), time.monotonic() + every  # a look dropped: again
-                await ws.send(rerun(query, page_hash, look))
+                await ws.send(rerun_message(query, page_hash=page_hash, fragment=look))
 
 
 async def _protocol_students(url: str, n: int, follow: bool, stop: Path, ready: Path,

@@ -87,13 +87,23 @@ def findings_of(plan, model: str) -> Findings:
 def _findings_of(plan, model: str, shape: tuple[int, int], root: str) -> Findings:
     """:func:`findings_of` with the model's shape and the cache folder given (no Streamlit call: a background
     thread builds it too)."""
-    key = ("findings", plan.name, model, root)
+    key = _findings_key(plan.name, model, root)
     shared = _shared()
     with shared.lock:
         if key not in shared.findings:
             fplan = findings_plan(replace(plan, model=model), shape)
             shared.findings[key] = Findings(cached.study_in(root, fplan.model, sources=fplan.sources or None), fplan)
         return shared.findings[key]
+
+
+def _findings_key(plan_name: str, model: str, root: str) -> tuple:
+    """Where the server holds the Findings of a plan on a model in a cache folder (``_Shared.findings``)."""
+    return "findings", plan_name, model, root
+
+
+def _cards_key(f: Findings, root: str) -> tuple:
+    """Where the server holds the cards of ``f`` in a cache folder (``_Shared.cards``)."""
+    return f.plan.name, f.plan.model, root
 
 
 def quoted(notes: str, plan_name: str) -> str:
@@ -124,8 +134,8 @@ def warm(plan) -> bool:
     # read without the main lock, which a reading holds for seconds (a dict's get is atomic)
     if key in shared.failed:
         return True
-    f = shared.findings.get(("findings", plan.name, plan.model, root))
-    held = shared.cards.get((f.plan.name, f.plan.model, root)) if f is not None else None
+    f = shared.findings.get(_findings_key(plan.name, plan.model, root))
+    held = shared.cards.get(_cards_key(f, root)) if f is not None else None
     if held is not None and held[0] == _signature(f):
         return True
     with shared.starting:
@@ -194,7 +204,7 @@ def _held(f: Findings, root: str) -> tuple[list[Card], list[dict]]:
     ``root``), read once per state."""
     from headprune_core.findings.staged import read_staged
     signature = _signature(f)
-    key = (f.plan.name, f.plan.model, root)
+    key = _cards_key(f, root)
     shared = _shared()
     with shared.lock:
         held = shared.cards.get(key)
@@ -336,5 +346,5 @@ def render_card(card: Card) -> None:
                 st.markdown(captions.calibration_text(card.calibration))
             if card.protocol:
                 st.markdown(f"**Protocol here.** {card.protocol}")
-        path, title = nav.BY_NAME[card.page].file, nav.BY_NAME[card.page].title
-        st.page_link(path, label=f"Evidence: {title}", icon=":material/arrow_forward:")
+        page = nav.BY_NAME[card.page]
+        st.page_link(page.file, label=f"Evidence: {page.title}", icon=":material/arrow_forward:")

@@ -20,18 +20,30 @@ def rss_mb(pid: int) -> float:
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
 
+def stream_url(url: str) -> str:
+    """The server's websocket address (Streamlit's protocol) for its base URL."""
+    return url.replace("http://", "ws://") + "/_stcore/stream"
+
+
+def rerun_message(query: str, *, page: str = "", page_hash: str = "", fragment: str = "") -> bytes:
+    """Streamlit's request for a script run, as its browser code sends one: the page (by name or by its script's
+    hash) with the address's ``query``; with ``fragment``, a timed rerun of that fragment alone."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    msg = BackMsg()
+    msg.rerun_script.query_string, msg.rerun_script.page_name = query, page
+    msg.rerun_script.page_script_hash = page_hash
+    if fragment:
+        msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, True
+    return msg.SerializeToString()
+
+
 def raw_session(url: str, *, query: str = "", page: str = "", until: str = "new_session"):
     """A raw websocket client of the server, as a student's script would open one, asking for ``page`` with the
     address's ``query``: (socket, its session id), once the server sent ``until`` (a ForwardMsg type)."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     from websockets.sync.client import connect
-    ws = connect(url.replace("http://", "ws://") + "/_stcore/stream", subprotocols=["streamlit"], origin=url,
-                 max_size=None)
-    hello = BackMsg()
-    hello.rerun_script.query_string = query
-    hello.rerun_script.page_name = page
-    ws.send(hello.SerializeToString())
+    ws = connect(stream_url(url), subprotocols=["streamlit"], origin=url, max_size=None)
+    ws.send(rerun_message(query, page=page))
     session, deadline = None, time.time() + 300
     while time.time() < deadline:
         msg = ForwardMsg()
