@@ -92,9 +92,17 @@ def cluster():
     assert started.returncode == 0, started.stderr[-2000:]
     assert ray_processes(folder), "the head's processes do not name its temp folder"
     yield f"127.0.0.1:{port}"
-    stop_ray_in(folder)
-    assert not ray_processes(folder)
-    shutil.rmtree(folder, ignore_errors=True)
+    # a process that 'ray stop' takes for a Ray worker (its command line names default_worker.py), standing for a
+    # user's own cluster on the machine: stopping the test's cluster leaves it running
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "default_worker.py"])
+    try:
+        stop_ray_in(folder)
+        assert not ray_processes(folder)
+        assert bystander.poll() is None, "stopping the test's cluster stopped another process"
+    finally:
+        bystander.kill()
+        bystander.wait()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_two_sweeps_on_an_existing_cluster_share_one_cache(tiny_cache, tmp_path, cluster):
