@@ -148,8 +148,9 @@ def offer_validation(gts: GradTS, *, key: str) -> None:
     cfg = gts.config()
     if roles.owner_button(f"Run the validation ({cached.estimate_text(gts.study, [cfg])}, a rough upper estimate)",
                           key=f"validate:{key}", type="primary", what="running the GradTS validation"):
-        if cached.compute_jobs(gts.study, [Job(f"GradTS {p.name}", cfg, gts.run)], title="GradTS validation", gts=gts,
-                           steps=gts.expected_jobs()):
+        gts.expected = gts.expected_jobs()
+        if cached.compute_jobs(gts.study, [Job(f"GradTS {p.name}", cfg, gts.run)], title="GradTS validation",
+                               gts=gts):
             st.rerun()
 
 

@@ -268,22 +268,18 @@ def state(study: Study, cfg: RunConfig) -> str:
 # --- computing -------------------------------------------------------------------------------------------------
 
 class _Bar:
-    """One ``st.progress`` bar fed by a job list (``job``), a GradTS's cached steps (``step``) and a Study's
-    progress inside the running job (``within``)."""
+    """The dashboard's :data:`~headprune_core.base.progress.Progress`: one ``st.progress`` bar fed by a job list
+    or a GradTS's cached parts (``jobs``) and by a Study's steps inside the running job (``within``)."""
 
     def __init__(self, title: str, total: int):
         self.title, self.total, self.done, self.what = title, max(1, total), 0, ""
         self.bar = st.progress(0.0, text=f"{title}: starting ...")
         self.start = time.perf_counter()
 
-    def job(self, i: int, n: int, what: str, was_cached: bool) -> None:
-        self.done, self.what = i, what
-        self.bar.progress(min(1.0, i / max(1, n)), text=f"{self.title} ({i + 1}/{n}): {what}")
-
-    def step(self, what: str, was_cached: bool) -> None:
-        self.done += 1
-        self.what = what
-        self.bar.progress(min(1.0, self.done / self.total), text=f"{self.title}: {what}")
+    def jobs(self, what: str, done: int, total: int | None) -> None:
+        self.done, self.what, self.total = done, what, max(1, total or self.total)
+        count = f" ({done + 1}/{self.total})" if done < self.total else ""
+        self.bar.progress(min(1.0, done / self.total), text=f"{self.title}{count}: {what}")
 
     def within(self, what: str, done: int, total: int | None) -> None:
         frac = (self.done + (done / total if total else 0.0)) / self.total
@@ -294,23 +290,23 @@ class _Bar:
         self.bar.progress(1.0, text=f"{self.title}: done {n} job(s) in {time.perf_counter() - self.start:.1f} s")
 
 
-def compute_jobs(study: Study, jobs: Sequence[Job], *, title: str = "Computing", gts=None,
-                 steps: int | None = None) -> bool:
+def compute_jobs(study: Study, jobs: Sequence[Job], *, title: str = "Computing", gts=None) -> bool:
     """Run ``jobs`` (the core's :func:`~headprune_core.runs.jobs.run_jobs`) alone in the compute queue with one
-    progress bar; with ``gts`` (a GradTS whose jobs run it), the bar follows its ``steps`` cached steps instead
-    of the job count. False (and a message naming the failed job) on failure; what finished stays cached."""
+    progress bar; with ``gts`` (a GradTS whose jobs run it), the bar follows its cached parts (of
+    ``gts.expected``) instead of the job count. False (and a message naming the failed job) on failure; what
+    finished stays cached."""
     if not jobs:
         return True
     if not roles.allowed(title):  # the server side of the absent button: a student never starts jobs
         return False
-    bar = _Bar(title, steps or len(jobs))
+    bar = _Bar(title, (gts.expected if gts is not None else None) or len(jobs))
     with queued(title, exclusive=True):  # alone: the bar hooks the shared Study's progress
-        old = (study.on_progress, gts.on_job if gts is not None else None)
+        old = (study.on_progress, gts.on_progress if gts is not None else None)
         study.on_progress = bar.within
         if gts is not None:
-            gts.on_job = bar.step
+            gts.on_progress = bar.jobs
         try:
-            core_run_jobs(jobs, study.store, on_job=None if gts is not None else bar.job)
+            core_run_jobs(jobs, study.store, on_progress=None if gts is not None else bar.jobs)
         except JobFailed as err:
             bar.bar.empty()
             st.error(f"{title} failed at {err}")
@@ -318,7 +314,7 @@ def compute_jobs(study: Study, jobs: Sequence[Job], *, title: str = "Computing",
         finally:
             study.on_progress = old[0]
             if gts is not None:
-                gts.on_job = old[1]
+                gts.on_progress = old[1]
     bar.finish(len(jobs))
     return True
 

@@ -1,9 +1,17 @@
 """Progress: the one way long work says how far it is, and its terminal adapter.
 
-Work reports through one callback, ``on_progress(what, done, total)`` (:data:`Progress`; ``total`` None while
-it is not known). The loops of :mod:`headprune_core.methods` call their ``on_step(done, total)``, a Study turns
-that into its ``on_progress`` with the name of the run, and the two front ends adapt it: :class:`TqdmProgress`
-draws tqdm bars in the command line, the dashboard's ``_Bar`` an ``st.progress`` bar.
+Every loop that reports (training, scoring, evaluation, curves, the E5S1 conversion, job lists, GradTS, sweeps)
+takes one callback, ``on_progress(what, done, total)`` (:data:`Progress`; ``total`` None while it is not known),
+and calls it through :func:`report`, which also enforces the block's :func:`time_cap`. A job list reports its
+jobs (``done`` = jobs before this one, the label ``cached: ...`` for a job read from the cache); a Study
+reports the steps inside the running job under the run's name (:func:`named`). The two front ends adapt it:
+:class:`TqdmProgress` draws tqdm bars in the command line, the dashboard's ``headprune_app.compute.Bar`` an
+``st.progress`` bar.
+
+>>> seen = []
+>>> report(named(lambda what, done, total: seen.append((what, done, total)), "training"), "step", 3, 10)
+>>> seen
+[('training', 3, 10)]
 """
 
 from __future__ import annotations
@@ -18,28 +26,49 @@ from tqdm.auto import tqdm
 Progress = Callable[[str, int, int | None], None]
 """on_progress(what, done, total): called as work advances."""
 
-Step = Callable[[int, int | None], None]
-"""on_step(done, total): what a loop of :mod:`headprune_core.methods` calls after each step."""
+
+
+def named(on_progress: Progress | None, what: str) -> Progress | None:
+    """``on_progress`` with every report under the label ``what`` (a Study names the run its loop belongs to)."""
+    if on_progress is None:
+        return None
+    return lambda _what, done, total: on_progress(what, done, total)
+
+
+def cached_label(what: str, cached: bool) -> str:
+    """The label a job list reports for one job: ``cached: what`` when it is read from the cache."""
+    return f"cached: {what}" if cached else what
 
 
 class TqdmProgress:
-    """A :data:`Progress` drawn as tqdm bars on the terminal: a count that starts again (or a new total) closes
-    the bar and opens the next; a new ``what`` on the same count renames the bar. Bars go away when closed
-    unless ``leave``; other keywords go to tqdm (``unit``, ``unit_scale`` ...)."""
+    """A :data:`Progress` drawn as tqdm bars on the terminal: a count that starts again closes the bar and opens
+    the next; a new total or ``what`` on the same count updates the bar. With a ``title`` (a job list's bar) the
+    bar keeps the title and shows ``what`` beside the count; without, ``what`` names the bar. Bars go away when
+    closed unless ``leave``; other keywords go to tqdm (``unit``, ``unit_scale`` ...)."""
 
-    def __init__(self, *, leave: bool = False, **options):
+    def __init__(self, title: str | None = None, *, leave: bool = False, **options):
+        self.title = title
         self.options = {"leave": leave, **options}
         self.bar: tqdm | None = None
         self.what: str | None = None
 
     def __call__(self, what: str, done: int, total: int | None) -> None:
-        if self.bar is None or done < self.bar.n or total != self.bar.total:
+        if self.bar is None or done < self.bar.n:
             self.close()
-            self.bar = tqdm(total=total, desc=what, **self.options)
-        elif what != self.what:
-            self.bar.set_description(what)
+            self.bar = tqdm(total=total, desc=self.title or what, **self.options)
+        elif total != self.bar.total:
+            self.bar.total = total
+        if what != self.what:
+            if self.title:
+                self.bar.set_postfix_str(what[:80])
+            else:
+                self.bar.set_description(what)
         self.what = what
         self.bar.update(done - self.bar.n)
+
+    def write(self, line: str, file=None) -> None:
+        """Print ``line`` above the bars (to ``file``, default stdout)."""
+        tqdm.write(line, file=file)
 
     def close(self) -> None:
         if self.bar is not None:

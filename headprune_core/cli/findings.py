@@ -8,6 +8,7 @@ import sys
 import textwrap
 from dataclasses import replace
 
+from headprune_core.base.progress import TqdmProgress
 from headprune_core.findings.cards import Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
 from headprune_core.findings.page import page_control
@@ -78,24 +79,16 @@ def _write_docs(args) -> int:
 
 def _staged(found: Findings, args):
     """The staged design on the cache: computed within ``--budget`` minutes first when given."""
-    from tqdm import tqdm
-
     from headprune_core.findings.staged import read_staged, run_staged
 
     if getattr(args, "budget", None) is None:
         return read_staged(found.study, found.plan, draws=args.draws, first=found)
     if args.budget <= 0:
         raise ValueError(f"--budget is minutes of computing, more than 0 (got {args.budget:g})")
-    bar = tqdm(desc="staged findings", unit="job")
-
-    def on_job(i, n, what, cached):
-        bar.total = n
-        bar.set_postfix_str(("cached: " if cached else "") + what)
-        bar.update(1 if i else 0)
-
+    bar = TqdmProgress("staged findings", unit="job", leave=True)
     try:
-        return run_staged(found.study, found.plan, budget_s=60 * args.budget, draws=args.draws, on_job=on_job,
-                          log=lambda m: tqdm.write(m, file=sys.stderr))  # stdout: the cards
+        return run_staged(found.study, found.plan, budget_s=60 * args.budget, draws=args.draws, on_progress=bar,
+                          log=lambda m: bar.write(m, file=sys.stderr))  # stdout: the cards
     finally:
         bar.close()
 

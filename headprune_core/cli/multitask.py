@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from headprune_core.base.progress import TqdmProgress
 from headprune_core.cli.runs import with_cli_sources
 from headprune_core.methods.similarity import cluster_order
 from headprune_core.methods.uncertainty import ci_text, diff_text
@@ -40,14 +40,9 @@ def gradts_plan(name: str, args):
 
 
 def gradts_runner(plan, args, desc: str):
-    """(GradTS, tqdm bar): the bar advances on every cached step and names it."""
-    bar = tqdm(desc=desc, unit="step")
-
-    def on_job(what: str, cached: bool) -> None:
-        bar.set_postfix_str(("cached: " if cached else "") + what)
-        bar.update(1)
-    gts = GradTS(Study(plan.model, device=args.device), plan, on_job=on_job)
-    return gts, bar
+    """(GradTS, its tqdm bar): the bar advances on every cached step and names it."""
+    bar = TqdmProgress(desc, unit="step", leave=True)
+    return GradTS(Study(plan.model, device=args.device), plan, on_progress=bar), bar
 
 
 def print_tau(names, tau, kind: str) -> None:
@@ -66,7 +61,7 @@ def print_tau(names, tau, kind: str) -> None:
 def cmd_affinity(args) -> int:
     plan = gradts_plan(args.plan, args)
     gts, bar = gradts_runner(plan, args, "head maps")
-    bar.total = 2 * len(gts.units)
+    gts.expected = 2 * len(gts.units)
     aff = gts.affinity()
     bar.close()
     matrix = aff["tau"] if args.correlation == "kendall" else aff["spearman"]
@@ -84,7 +79,7 @@ def cmd_affinity(args) -> int:
 def cmd_gradts(args) -> int:
     plan = gradts_plan(args.preset, args)
     gts, bar = gradts_runner(plan, args, f"gradts {plan.name}")
-    bar.total = gts.expected_jobs()
+    gts.expected = gts.expected_jobs()
     out = gts.run()
     bar.close()
     res = out["result"]
@@ -118,8 +113,7 @@ def cmd_stemcells(args) -> int:
     gts, bar = gradts_runner(plan, args, f"learned pruning {plan.name}")
     l0 = {"penalty": args.penalty} if args.penalty is not None else {"target": args.target}
     cells = StemCells(gts, l0={**l0, "epochs": args.l0_epochs})
-    bar.total = len(cells.configs())
-    res = cells.run(on_job=gts.on_job)
+    res = cells.run(on_progress=bar)
     bar.close()
     n, shape = len(res["units"]), res["shape"]
     n_heads = shape[0] * shape[1]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tqdm.auto import tqdm
-
+from headprune_core.base.progress import TqdmProgress
 from headprune_core.cli.multitask import cmd_gradts
 from headprune_core.cli.runs import with_ci, with_cli_sources
 from headprune_core.multitask.plan import GRADTS_PRESETS
@@ -25,16 +24,11 @@ def cmd_study(args) -> int:
     _check_plan_langs(plan)
     study = plan.study(device=args.device)
     _print_estimate(study, plan)
-    bar = tqdm(desc=f"study {plan.name}", unit="job")
-
-    def on_job(i, n, what, cached):
-        bar.total = n
-        bar.set_postfix_str(("cached: " if cached else "") + what)
-        bar.update(1 if i else 0)
-
-    res = run_plan(study, plan, on_job=on_job)
-    bar.update(1)
-    bar.close()
+    bar = TqdmProgress(f"study {plan.name}", unit="job", leave=True)
+    try:
+        res = run_plan(study, plan, on_progress=bar)
+    finally:
+        bar.close()
     print(f"{res['jobs']} jobs, {res['computed']} computed, {res['seconds']:.1f} s")
     _print_summary(study, plan)
     return 0

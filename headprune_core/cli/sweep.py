@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from tqdm.auto import tqdm
-
+from headprune_core.base.progress import TqdmProgress
 from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
-from headprune_core.plans.sweep_ray import check_reachable, run_sweep, shape_at
+from headprune_core.plans.sweep_ray import check_reachable, retry_text, run_sweep, shape_at
 from headprune_core.plans.sweep_record import list_sweeps, progress_summary, running_sweeps
 
 
@@ -29,35 +28,25 @@ def cmd_sweep(args) -> int:
         return 0
     counts = graph.counts()
     _say_resumed(spec.name, counts, len(graph.jobs))
-    bar = tqdm(desc=f"sweep {spec.name}", unit="job", total=len(graph.jobs), initial=counts["cached"])
-
-    def on_event(node, g) -> None:
-        bar.total = len(g.jobs)
-        if node.state in ("done", "failed", "skipped", "cached"):
-            bar.update(1)
-        if node.state == "running" and node.retries and node.retries[-1]["attempt"] == node.attempts - 1:
-            bar.write(f"retrying {node.what} (attempt {node.attempts}): {_retry_text(node.retries[-1])}")
-        bar.set_postfix_str(f"{node.state}: {node.what}"[:80])
-
-    res = run_sweep(graph, address=args.address, cpus=args.cpus, gpus=args.gpus, on_event=on_event)
-    bar.close()
+    bar = TqdmProgress(f"sweep {spec.name}", unit="job", leave=True)
+    bar("cached" if counts["cached"] else "starting", counts["cached"], len(graph.jobs))
+    try:
+        res = run_sweep(graph, address=args.address, cpus=args.cpus, gpus=args.gpus, on_progress=bar)
+    finally:
+        bar.close()
     print(f"{res.jobs} jobs: {res.cached} were cached, {res.computed} computed, {len(res.failed)} failed, "
           f"{len(res.skipped)} skipped, {len(res.retried)} retried; {res.seconds:.1f} s (Ray start "
           f"{res.ray_seconds:.1f} s)")
     for note in res.notes:
         print(f"  note: {note}")
     for node in res.retried:
-        print(f"  retried: {node.what}: " + "; ".join(_retry_text(r) for r in node.retries)
+        print(f"  retried: {node.what}: " + "; ".join(retry_text(r) for r in node.retries)
               + (f"; done on {node.ray_node}" if node.state == "done" else ""))
     for node in res.failed:
         print(f"  failed after {node.attempts} attempt(s): {node.what}: {node.error}", file=sys.stderr)
     for node in res.skipped:
         print(f"  skipped: {node.what}: {node.error}", file=sys.stderr)
     return 0 if res.ok else 1
-
-
-def _retry_text(retry: dict) -> str:
-    return f"attempt {retry['attempt']} {retry['reason']} on {retry['node']}"
 
 
 def _say_resumed(name: str, counts: dict, total: int) -> None:

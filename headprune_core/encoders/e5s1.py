@@ -19,12 +19,14 @@ Matrices are row-major ``(out_features, in_features)``, the same layout as ``tor
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
+
+from headprune_core.base.progress import Progress, report
 
 MAGIC = b"E5S1"
 VERSION = 1
@@ -105,14 +107,13 @@ class _Cursor:
         return s.unpack(self.take(s.size, what))
 
 
-def dequantise_q4(raw: np.ndarray | bytes, count: int, *,
-                  on_chunk: Callable[[int], None] | None = None) -> np.ndarray:
+def dequantise_q4(raw: np.ndarray | bytes, count: int, *, on_progress: Progress | None = None) -> np.ndarray:
     """Expand 4-bit blocks into ``count`` float32 weights (vectorised, chunked).
 
     Args:
         raw: the packed blocks, ``count / 32 * 18`` bytes.
         count: number of weights, a multiple of 32.
-        on_chunk: called with the number of weights finished after each chunk (for progress bars).
+        on_progress: called as ``on_progress("dequantising", weights done, count)`` after each chunk.
     Returns:
         ``(count,)`` float32 array.
 
@@ -139,8 +140,7 @@ def dequantise_q4(raw: np.ndarray | bytes, count: int, *,
         dst = out[start:start + len(chunk)]  # (b, 32)
         np.multiply(lut[0][qs], scale, out=dst[:, :QK // 2])  # low nibbles: weights 0..15
         np.multiply(lut[1][qs], scale, out=dst[:, QK // 2:])  # high nibbles: weights 16..31
-        if on_chunk is not None:
-            on_chunk(len(chunk) * QK)
+        report(on_progress, "dequantising", (start + len(chunk)) * QK, count)
     return out.reshape(count)
 
 
@@ -180,13 +180,14 @@ class E5S1File:
         e = self._entry(name)
         return np.frombuffer(self._buf, dtype=np.uint8, count=e.nbytes, offset=e.offset)
 
-    def array(self, name: str, *, on_chunk: Callable[[int], None] | None = None) -> np.ndarray:
-        """Tensor ``name`` as a flat float32 array of ``count`` values (4-bit tensors dequantised)."""
+    def array(self, name: str, *, on_progress: Progress | None = None) -> np.ndarray:
+        """Tensor ``name`` as a flat float32 array of ``count`` values (4-bit tensors dequantised, reporting to
+        ``on_progress`` as :func:`dequantise_q4` does)."""
         e = self._entry(name)
         if e.dtype == "f32":
             return np.frombuffer(self._buf, dtype="<f4", count=e.count, offset=e.offset).astype(np.float32)
         try:
-            return dequantise_q4(self.raw(name), e.count, on_chunk=on_chunk)
+            return dequantise_q4(self.raw(name), e.count, on_progress=on_progress)
         except E5S1Error as err:
             raise E5S1Error(f"{self.path}: tensor {name!r}: {err}") from None
 
@@ -331,12 +332,11 @@ def bert_config_dict(f: E5S1File) -> dict:
                 position_embedding_type="absolute")
 
 
-def bert_state_dict(f: E5S1File, *, on_chunk: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+def bert_state_dict(f: E5S1File, *, on_progress: Progress | None = None) -> dict[str, np.ndarray]:
     """Dequantise every tensor of ``f`` into ``BertModel`` parameter names and shapes (float32 numpy).
 
     Args:
-        on_chunk: called with the number of weights finished, for a progress bar over
-            ``sum(e.count for e in f.tensors.values())``.
+        on_progress: called as ``on_progress("dequantising <file>", weights done, weights of the file)``.
     """
     h = f.header
     shapes: dict[str, tuple[str, tuple[int, ...]]] = {  # e5s1 name -> (bert name, shape)
@@ -358,12 +358,14 @@ def bert_state_dict(f: E5S1File, *, on_chunk: Callable[[int], None] | None = Non
         raise E5S1Error(f"{f.path}: tensor directory does not match a {h.n_layers}-layer BERT "
                         f"(missing {missing[:5]}, unexpected {extra[:5]})")
     state: dict[str, np.ndarray] = {}
+    what, total, done = f"dequantising {Path(f.path).name}", sum(e.count for e in f.tensors.values()), 0
     for name, (bert_name, shape) in shapes.items():
         e = f.tensors[name]
         if e.count != int(np.prod(shape)):
             raise E5S1Error(f"{f.path}: tensor {name!r} has {e.count} values, expected shape {shape}")
-        arr = f.array(name, on_chunk=on_chunk)
-        if e.dtype == "f32" and on_chunk is not None:
-            on_chunk(e.count)
-        state[bert_name] = arr.reshape(shape)
+        within = None if on_progress is None else (
+            lambda _what, d, _n, base=done: on_progress(what, base + d, total))
+        state[bert_name] = f.array(name, on_progress=within).reshape(shape)
+        done += e.count
+        report(on_progress, what, done, total)
     return state

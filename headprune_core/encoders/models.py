@@ -36,7 +36,7 @@ from headprune_core.base import fetch
 from headprune_core.base.cache import cache_root
 from headprune_core.base.defaults import DEFAULT_MODEL
 from headprune_core.base.files import atomic_dir, read_json
-from headprune_core.base.progress import TqdmProgress, report
+from headprune_core.base.progress import TqdmProgress
 from headprune_core.encoders import e5s1
 from headprune_core.encoders.device import device_of, pick_device
 from headprune_core.encoders.heads import ADAPTERS, UnsupportedModelError
@@ -197,20 +197,12 @@ def convert_e5s1(e5s1_path: Path, tokenizer_json: Path, out_dir: Path, *, model_
     built from ``tokenizer_json``, which must list the same pieces as the E5S1 file) and ``headprune_model.json``
     last. The folder is checked (loads without missing weights; no ``<unk>`` on :data:`SMOKE_SENTENCES`).
     """
-
-
     t0 = time.perf_counter()
     f = e5s1.read_e5s1(e5s1_path)
     backend = _check_tokenizer_matches(tokenizer_json, f)
     out_dir.mkdir(parents=True, exist_ok=True)
-    total = sum(e.count for e in f.tensors.values())
     on_progress = TqdmProgress(unit="w", unit_scale=True) if progress else None
-    what, seen = f"dequantising {Path(e5s1_path).name}", [0]
-
-    def chunk(n: int) -> None:
-        seen[0] += n
-        report(on_progress, what, seen[0], total)
-    state = e5s1.bert_state_dict(f, on_chunk=chunk)
+    state = e5s1.bert_state_dict(f, on_progress=on_progress)
     if on_progress is not None:
         on_progress.close()
     cfg = {k: v for k, v in e5s1.bert_config_dict(f).items() if k != "model_type"}

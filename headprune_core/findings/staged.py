@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from headprune_core.base.progress import Progress
 from headprune_core.findings.calibration import calibrate
 from headprune_core.findings.cards import INCONCLUSIVE, MISSING, Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
@@ -49,7 +50,7 @@ from headprune_core.methods.inference import DECIDED
 from headprune_core.multitask.plan import find_gradts_plan
 from headprune_core.plans.plan import StudyPlan, plan_jobs
 from headprune_core.runs.estimate import estimate_jobs
-from headprune_core.runs.jobs import Job, run_jobs
+from headprune_core.runs.jobs import Job, JobFailed, run_jobs
 
 DESIGN = Path(__file__).with_name("design.json")
 """The design file: per card, the variance parts of its estimate(s) as an earlier computation measured them."""
@@ -238,8 +239,8 @@ class BudgetSpent(Exception):
     """The staged run's time budget is spent (raised between jobs: what finished is cached)."""
 
 
-def run_staged(study, plan: StudyPlan, *, budget_s: float, draws: int = 200, on_job=None, log=print,
-               sizes: dict | None = None) -> Staged:
+def run_staged(study, plan: StudyPlan, *, budget_s: float, draws: int = 200, on_progress: Progress | None = None,
+               log=print, sizes: dict | None = None) -> Staged:
     """Compute the staged design's looks, one after another, within ``budget_s`` seconds: look 1 (``plan``'s
     missing jobs), then more training runs only for the cards still open. A look whose estimated time does not
     fit what is left of the budget is not started; a look that runs over it stops between jobs. Resumes from
@@ -259,17 +260,23 @@ def run_staged(study, plan: StudyPlan, *, budget_s: float, draws: int = 200, on_
             log(f"staged: look {look} does not fit the budget; stopping here")
             return state
 
-        def guard(i, n, what, cached):
-            if not cached and time.monotonic() - start > budget_s:
-                raise BudgetSpent(f"the budget of {budget_s / 60:.0f} min is spent (before: {what})")
-            if on_job is not None:
-                on_job(i, n, what, cached)
-
         try:
-            run_jobs(state.next_jobs, study.store, on_job=guard)
-        except BudgetSpent as err:
-            log(f"staged: {err}; what finished is cached, a rerun resumes")
+            run_jobs([_within_budget(j, start, budget_s) for j in state.next_jobs], study.store,
+                     on_progress=on_progress)
+        except JobFailed as err:
+            if not isinstance(err.__cause__, BudgetSpent):
+                raise
+            log(f"staged: {err.__cause__}; what finished is cached, a rerun resumes")
             return read_staged(study, plan, draws=draws, sizes=sizes)
+
+
+def _within_budget(job: Job, start: float, budget_s: float) -> Job:
+    """``job``, checking the budget before it computes (a cached job is never run, so it is never stopped)."""
+    def run():
+        if time.monotonic() - start > budget_s:
+            raise BudgetSpent(f"the budget of {budget_s / 60:.0f} min is spent (before: {job.what})")
+        return job.run()
+    return replace(job, run=run)
 
 
 def page_alpha(cards: list[Card]) -> float:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from headprune_core.base.progress import Step
+from headprune_core.base.progress import Progress, report
 from headprune_core.encoders.device import autocast, device_of, to_device
 from headprune_core.methods.train import batches, optimizer_for
 
@@ -85,7 +85,7 @@ def _dev_loss(model: nn.Module, dev: list[dict], device) -> float:
 def bandit_search(model: nn.Module, train: dict[str, object], dev: list[dict], *, primary: str, pad_id: int,
                   rounds: int = 40, round_steps: int = 4, batch_size: int = 8, lr: float = 5e-5,
                   head_lr: float | None = 1e-3, decay: float = 0.9, keep: float = 0.5, seed: int = 13,
-                  freeze_embeddings: bool = True, on_step: Step | None = None) -> dict:
+                  freeze_embeddings: bool = True, on_progress: Progress | None = None) -> dict:
     """Train ``model`` (a multi-task :class:`~headprune_core.encoders.classifier.HeadedEncoder`) for ``rounds`` rounds
     of ``round_steps`` batches of the task a :class:`BetaBernoulli` bandit chooses, rewarded by the primary's dev loss
     (``dev``: batches tagged with the primary task) going down.
@@ -126,8 +126,7 @@ def bandit_search(model: nn.Module, train: dict[str, object], dev: list[dict], *
         bandit.update(task, reward)
         history.append({"round": r, "task": task, "dev_loss": round(current, 5), "reward": reward})
         previous = current
-        if on_step is not None:
-            on_step(r + 1, rounds)
+        report(on_progress, "training (bandit)", r + 1, rounds)
     model.eval()
     means = bandit.means()
     chosen = {t: sum(h["task"] == t for h in history) for t in train}

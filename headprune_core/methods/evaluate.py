@@ -14,7 +14,7 @@ import torch
 
 from headprune_core.base.choices import LAYER_PAIRS, LAYER_PARTS, STRATEGIES
 from headprune_core.base.files import read_json
-from headprune_core.base.progress import Step
+from headprune_core.base.progress import Progress, report
 from headprune_core.encoders.device import autocast, device_of, to_device
 from headprune_core.encoders.heads import head_gates, head_shape
 from headprune_core.methods.uncertainty import bootstrap_ci, sentence_units
@@ -69,7 +69,7 @@ def _score(gold, pred, labels: Sequence[str], *, kind: str) -> dict:
 
 
 def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tensor | None = None,
-            on_step: Step | None = None) -> tuple[list, list]:
+            on_progress: Progress | None = None) -> tuple[list, list]:
     """Gold and predicted label ids (lists per sentence for token tasks) under an optional head mask."""
     device = device_of(model)
     gold, pred = [], []
@@ -90,15 +90,14 @@ def predict(model: torch.nn.Module, batches: Sequence[dict], *, mask: torch.Tens
             else:
                 gold += labels.tolist()
                 pred += guess.tolist()
-            if on_step is not None:
-                on_step(n, len(batches))
+            report(on_progress, "evaluating", n, len(batches))
     return gold, pred
 
 
 def evaluate(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str], *, kind: str,
-             mask: torch.Tensor | None = None, on_step: Step | None = None) -> dict:
+             mask: torch.Tensor | None = None, on_progress: Progress | None = None) -> dict:
     """Metric and report of ``model`` on ``batches`` with the heads in ``mask`` gated off."""
-    gold, pred = predict(model, batches, mask=mask, on_step=on_step)
+    gold, pred = predict(model, batches, mask=mask, on_progress=on_progress)
     return score_predictions(gold, pred, labels, kind=kind)
 
 
@@ -221,7 +220,7 @@ def default_steps(shape: tuple[int, int], *, step: int | None = None) -> list[in
 
 def curve(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str], *, kind: str,
           strategy: str, steps: Sequence[int] | None = None, ranking: np.ndarray | None = None,
-          seeds: Sequence[int] = (0,), on_step: Step | None = None) -> dict:
+          seeds: Sequence[int] = (0,), on_progress: Progress | None = None) -> dict:
     """Metric vs heads pruned for one strategy (mean and spread over ``seeds`` for ``random``), with each point's
     95% bootstrap interval over sentences (``low``, ``high``) and per-sentence counts (``units``, per seed).
 
@@ -246,8 +245,7 @@ def curve(model: torch.nn.Module, batches: Sequence[dict], labels: Sequence[str]
             values.append(res["score"])
             point_units.append(res["units"])
             done += 1
-            if on_step is not None:
-                on_step(done, total)
+            report(on_progress, f"curve: {strategy}", done, total)
         ci = bootstrap_ci(point_units)  # of the mean over the random seeds' masks
         pruned = int((masks[0] == 0).sum())
         ks.append(pruned)

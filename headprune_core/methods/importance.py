@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from headprune_core.base.choices import METHODS, NORMALIZATIONS, check_choice
-from headprune_core.base.progress import Step
+from headprune_core.base.progress import Progress, report
 from headprune_core.encoders.device import autocast, device_of, to_device
 from headprune_core.encoders.heads import (
     adapter_for,
@@ -116,14 +116,15 @@ def _per_head(grad_rows: torch.Tensor, n_heads: int) -> torch.Tensor:
 
 def score_heads(model: nn.Module, batches: Iterable[dict], *, method: str = "gate_grad",
                 normalize: str = "none", minmax: bool = False, loss_fn: LossFn = default_loss, seed: int = 0,
-                max_batches: int | None = None, on_step: Step | None = None) -> Importance:
+                max_batches: int | None = None, on_progress: Progress | None = None) -> Importance:
     """Score every head of ``model`` on labelled ``batches`` with ``method``.
 
     Args:
         model: a task model whose ``base_model`` is a supported encoder (see :mod:`headprune_core.encoders.heads`).
         batches: dicts of tensors (``input_ids``, ``attention_mask``, ``labels``, ...), moved to the model's device.
         loss_fn: the loss adaptor, so token and sentence tasks share this loop.
-        on_step: called as ``on_step(done, total)`` after each batch (:mod:`headprune_core.base.progress`).
+        on_progress: called as ``on_progress(what, done, total)`` after each batch
+            (:mod:`headprune_core.base.progress`).
     Returns:
         :class:`Importance`; heads already pruned from the model score 0.
 
@@ -154,8 +155,7 @@ def score_heads(model: nn.Module, batches: Iterable[dict], *, method: str = "gat
             n_batches += 1
             n_tokens += int((batch["labels"] != -100).sum()) if "labels" in batch \
                 else int(batch["attention_mask"].sum())
-            if on_step is not None:
-                on_step(n_batches, total)
+            report(on_progress, f"scoring heads ({method})", n_batches, total)
     if n_batches == 0:
         raise ValueError("no batches to score heads on: the data split is empty")
     raw = (acc / max(n_tokens, 1) if method == "gate_grad" else acc / n_batches).numpy()
@@ -235,7 +235,7 @@ def _entropy_step(model, batch, loss_fn, shape, device) -> torch.Tensor:
     return out
 
 
-def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, on_step: Step | None = None) -> np.ndarray:
+def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, on_progress: Progress | None = None) -> np.ndarray:
     """GradTS's kv_grad map of every example on its own, ``(examples, layers, heads)``, in batch order.
 
     One backward pass per batch: the gradient of a key or value projection's weight for one example is
@@ -266,8 +266,7 @@ def instance_kv_maps(model: nn.Module, batches: Iterable[dict], *, on_step: Step
                 w = torch.einsum("bso,bsi->boi", dy.float(), x.float())  # (batch, heads*head_dim, hidden)
                 maps[:, i, kept] += w.abs().reshape(w.shape[0], len(kept), -1).mean(-1).double().cpu()
             out.append(maps)
-            if on_step is not None:
-                on_step(n, total)
+            report(on_progress, "kv_grad maps", n, total)
     if not out:
         raise ValueError("no examples to compute per-example head maps on")
     return torch.cat(out).numpy()

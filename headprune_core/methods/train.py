@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from headprune_core.base.artifacts import Weights
-from headprune_core.base.progress import Step
+from headprune_core.base.progress import Progress, report
 from headprune_core.encoders.classifier import HeadedEncoder
 from headprune_core.encoders.device import autocast, device_of, to_device
 from headprune_core.encoders.heads import head_gates
@@ -111,7 +111,8 @@ def optimizer_for(model: HeadedEncoder, *, lr: float, head_lr: float | None,
 
 def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epochs: float = 2.0,
              lr: float = 5e-5, head_lr: float | None = 1e-3, batch_size: int = 16, sampling: str = "proportional",
-             seed: int = 13, freeze_embeddings: bool = True, on_step: Step | None = None, gates=None) -> TrainLog:
+             seed: int = 13, freeze_embeddings: bool = True, on_progress: Progress | None = None,
+             gates=None) -> TrainLog:
     """Fine-tune ``model`` in place on ``train`` (task name -> tokenised rows); AdamW, linear decay.
 
     A fractional ``epochs`` trains on that share of the last epoch's schedule. Freezing the word embeddings
@@ -152,8 +153,7 @@ def finetune(model: HeadedEncoder, train: dict[str, object], *, pad_id: int, epo
         if gates is not None:
             gates.step()
         log.losses[task].append(loss.item())
-        if on_step is not None:
-            on_step(step, len(plan))
+        report(on_progress, "training", step, len(plan))
     model.eval()
     log.steps, log.seconds = len(plan), time.perf_counter() - start
     return log

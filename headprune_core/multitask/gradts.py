@@ -20,10 +20,10 @@ from __future__ import annotations
 import hashlib
 import time
 import zlib
-from collections.abc import Callable
 
 import numpy as np
 
+from headprune_core.base.progress import Progress, cached_label, report
 from headprune_core.encoders.device import torch_threads
 from headprune_core.methods.similarity import correlation_matrix
 from headprune_core.methods.uncertainty import bootstrap_ci, ci_text, diff_text, paired_bootstrap
@@ -50,8 +50,6 @@ ROWS = ("single", "thres", "trial", "fg", "bandit", "all", "random")
 ROW_LABELS = {"single": "primary alone", "thres": "+ GradTS-thres", "trial": "+ GradTS-trial",
               "fg": "+ GradTS-fg examples", "bandit": "+ bandit (AUTOSEM)", "all": "+ all tasks",
               "random": "+ random tasks"}
-OnJob = Callable[[str, bool], None]
-"""on_job(what, cached): called before each cached computation (for progress bars)."""
 THREADS = 1
 """Torch CPU threads of every part of a GradTS check (a sweep job's default). Float results depend on the thread
 count, and the check turns last-bit differences into other choices: the bandit rewards a round when the dev loss
@@ -87,11 +85,12 @@ def random_size(thres: list[str], trial: list[str]) -> int:
 class GradTS:
     """GradTS for one plan on one :class:`Study` (the study's store caches every part)."""
 
-    def __init__(self, study: Study, plan: GradTSPlan, *, on_job: OnJob | None = None):
+    def __init__(self, study: Study, plan: GradTSPlan, *, on_progress: Progress | None = None):
         # the plan's data sources go to a Study of its own: the caller's Study (shared by the app) is untouched
         self.study = study.with_sources(plan.sources) if plan.sources else study
         self.plan = plan
-        self.on_job = on_job
+        self.on_progress = on_progress  # each cached part as it starts: (what, parts before it, expected)
+        self.parts, self.expected = 0, None  # parts announced; how many the caller expects (None: not known)
         self.units = tuple(normalize_unit(u, plan.sources) for u in plan.units)
         self.primaries = tuple(normalize_unit(u, plan.sources) for u in plan.primaries)
         missing = [p for p in self.primaries if p not in self.units]
@@ -171,11 +170,12 @@ class GradTS:
                             model_fp=self.study.model_fp,
                             data_fp=hashlib.sha256("|".join(fps).encode()).hexdigest()[:16])
 
-    # --- cached steps (each reports itself to on_job) -------------------------------------------------------
+    # --- cached steps (each reports itself to on_progress) --------------------------------------------------
     def _job(self, what: str, cfg, fn):
-        """``fn()`` on :data:`THREADS` threads, announced to ``on_job`` with whether ``cfg`` is already cached."""
-        if self.on_job is not None:
-            self.on_job(what, self.study.store.has(cfg))
+        """``fn()`` on :data:`THREADS` threads, announced to ``on_progress`` as ``(what, parts so far,
+        expected)``, ``what`` saying ``cached: ...`` when ``cfg`` is already cached."""
+        report(self.on_progress, cached_label(what, self.study.store.has(cfg)), self.parts, self.expected)
+        self.parts += 1
         with torch_threads(THREADS):
             return fn()
 

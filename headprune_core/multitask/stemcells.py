@@ -19,6 +19,7 @@ from math import comb
 
 import numpy as np
 
+from headprune_core.base.progress import Progress, cached_label, report
 from headprune_core.methods.similarity import jaccard_matrix, top_sets
 from headprune_core.methods.uncertainty import bootstrap_ci, paired_bootstrap
 from headprune_core.runs.config import l0_pairs, split_unit
@@ -79,11 +80,12 @@ class StemCells:
         return [c for c in self.configs() if not self.study.store.has(c)]
 
     # --- the analysis --------------------------------------------------------------------------------------
-    def run(self, *, on_job=None, top_percent: float | None = None) -> dict:
-        """Compute what is missing (announced to ``on_job(what, cached)``) and assemble the summary."""
-        for cfg in self.configs():
-            if on_job is not None:
-                on_job(_describe(cfg), self.study.store.has(cfg))
+    def run(self, *, on_progress: Progress | None = None, top_percent: float | None = None) -> dict:
+        """Compute what is missing (each part announced to ``on_progress(what, i, n)``, ``what`` saying
+        ``cached: ...`` for a part read from the cache) and assemble the summary."""
+        cfgs = self.configs()
+        for i, cfg in enumerate(cfgs):
+            report(on_progress, cached_label(_describe(cfg), self.study.store.has(cfg)), i, len(cfgs))
             self.study.compute(cfg)
         return self.summary(top_percent=top_percent)
 

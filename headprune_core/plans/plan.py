@@ -16,6 +16,7 @@ from pathlib import Path
 from headprune_core.base.choices import METHODS, SETTINGS, STRATEGIES, check_choice
 from headprune_core.base.defaults import DEFAULT_MODEL
 from headprune_core.base.files import check_name
+from headprune_core.base.progress import Progress
 from headprune_core.base.specs import spec_from_dict
 from headprune_core.data.refs import names_task, parse_sources, read_plan_file
 from headprune_core.data.registry import all_tasks, get_task
@@ -24,7 +25,7 @@ from headprune_core.multitask.gradts import THREADS as GRADTS_THREADS
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import find_gradts_plan
 from headprune_core.runs.config import FinetuneConfig, RefinetuneConfig, ScoreConfig, check_train_options
-from headprune_core.runs.jobs import Job, OnJob, run_jobs
+from headprune_core.runs.jobs import Job, run_jobs
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 
@@ -406,10 +407,10 @@ def _gradts_threads(run):
         return run()
 
 
-def run_plan(study: Study, plan: StudyPlan, *, on_job: OnJob | None = None) -> dict:
+def run_plan(study: Study, plan: StudyPlan, *, on_progress: Progress | None = None) -> dict:
     """Run every job of ``plan`` that is not cached; ``{"jobs", "computed", "seconds"}``.
 
-    ``on_job(index, total, what, cached)`` is called before each job. Ctrl-C stops between steps: finished
-    entries stay valid and a rerun resumes from them.
+    ``on_progress(what, index, total)`` is called before each job (:func:`~headprune_core.runs.jobs.run_jobs`).
+    Ctrl-C stops between steps: finished entries stay valid and a rerun resumes from them.
     """
-    return run_jobs(plan_jobs(study, plan), study.store, on_job=on_job)
+    return run_jobs(plan_jobs(study, plan), study.store, on_progress=on_progress)

@@ -364,6 +364,14 @@ class SweepGraph:
             out[n.state] += 1
         return out
 
+    def finished(self) -> int:
+        """Jobs that will not run again in this sweep (:data:`FINISHED` states)."""
+        return sum(n.state in FINISHED for n in self.jobs.values())
+
+
+FINISHED = ("cached", "done", "failed", "skipped")
+"""The states of a job that will not run again in this sweep."""
+
 
 def model_params(model_id: str) -> int | None:
     """Parameters of ``model_id``'s encoder from its config alone (embeddings and layers; no weights read), or None

@@ -25,6 +25,7 @@ import torch
 
 from headprune_core.base.cache import SOURCE_ROOT
 from headprune_core.base.files import write_file_atomic
+from headprune_core.base.progress import Progress, report
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GradTSPlan
 from headprune_core.plans.sweep import ClusterShape, JobNode, NodeShape, SweepGraph
@@ -242,39 +243,40 @@ class SweepResult:
 
 
 def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None = None, gpus: int | None = None,
-              on_event: Callable[[JobNode, SweepGraph], None] | None = None) -> SweepResult:
+              on_progress: Progress | None = None) -> SweepResult:
     """Run every job of ``graph`` not in the cache on Ray (see the module docstring).
 
     Each job asks Ray for its CPUs, GPUs and memory (:meth:`SweepGraph.request`, cut to the largest node that has
     the CPUs and GPUs). A job whose worker or node dies is resubmitted (up to :data:`LOST_RETRIES` times) unless
-    its entry landed first; one that raises is resubmitted once. ``on_event(job, graph)`` is called whenever a
-    job is submitted (again: ``job.retries`` says why), finishes, fails or is skipped. Ctrl-C cancels the running
-    jobs; finished entries stay and a rerun resumes from them. With ``address``, a head that stops answering ends
-    the process with :data:`HEAD_EXIT` and a line saying to rerun (Ray would end it without a word).
+    its entry landed first; one that raises is resubmitted once. ``on_progress(what, finished, jobs)`` is called
+    whenever a job is submitted (again: ``what`` says why, :func:`job_label`), finishes, fails or is skipped.
+    Ctrl-C cancels the running jobs; finished entries stay and a rerun resumes from them. With ``address``, a
+    head that stops answering ends the process with :data:`HEAD_EXIT` and a line saying to rerun (Ray would end
+    it without a word).
     """
     start = time.perf_counter()
-    progress = SweepRecord(graph, uuid.uuid4().hex[:12])
+    record = SweepRecord(graph, uuid.uuid4().hex[:12])
     if not any(n.state == "todo" for n in graph.jobs.values()):  # all cached: no cluster needed
-        progress.state = "done"
-        progress.write(force=True)
+        record.state = "done"
+        record.write(force=True)
         return _result(graph, 0, start, 0.0)
     started_ray = init_ray(address=address, cpus=cpus, gpus=gpus)
     ray_seconds = time.perf_counter() - start
-    runner = _Runner(graph, progress, on_event or (lambda job, g: None),
+    runner = _Runner(graph, record, on_progress,
                      cluster_shape(f"the cluster at {address}" if address else "this machine"))
-    watch = _HeadWatch(address, progress) if address else None
+    watch = _HeadWatch(address, record) if address else None
     try:
         runner.loop()
-        progress.state = "failed" if any(n.state in ("failed", "skipped") for n in graph.jobs.values()) else "done"
+        record.state = "failed" if any(n.state in ("failed", "skipped") for n in graph.jobs.values()) else "done"
     except BaseException:
-        progress.state = "interrupted"
+        record.state = "interrupted"
         for ref in runner.running:
             ray.cancel(ref, force=True)
         raise
     finally:
         if watch:
             watch.stop()
-        progress.write(force=True)
+        record.write(force=True)
         if started_ray:
             ray.shutdown()
     return _result(graph, runner.computed, start, ray_seconds, tuple(runner.notes))
@@ -283,9 +285,8 @@ def run_sweep(graph: SweepGraph, *, address: str | None = None, cpus: int | None
 class _Runner:
     """Submits the graph's ready jobs, collects what they return and resubmits lost or failed attempts."""
 
-    def __init__(self, graph: SweepGraph, progress: SweepRecord, event: Callable[[JobNode, SweepGraph], None],
-                 shape: ClusterShape):
-        self.graph, self.progress, self.event, self.shape = graph, progress, event, shape
+    def __init__(self, graph: SweepGraph, record: SweepRecord, on_progress: Progress | None, shape: ClusterShape):
+        self.graph, self.record, self.on_progress, self.shape = graph, record, on_progress, shape
         self.gpus = shape.total("gpus")
         self.remote = ray.remote(run_job)
         self.running: dict[Any, JobNode] = {}
@@ -296,7 +297,7 @@ class _Runner:
                 shape.fit(graph.request(job, self.gpus), job.cfg.kind)
 
     def loop(self) -> None:
-        self.progress.write(force=True)
+        self.record.write(force=True)
         while True:
             while ready := self.graph.ready():  # again: a job found cached here makes the jobs that need it ready
                 for job in ready:
@@ -305,12 +306,16 @@ class _Runner:
                         self.event(job, self.graph)
                     else:
                         self.submit(job)
-            self.progress.write()
+            self.record.write()
             if not self.running:
                 return
             done, _ = ray.wait(list(self.running), num_returns=1, timeout=1.0)
             for ref in done:
                 self.collect(ref)
+
+    def event(self, job: JobNode, graph: SweepGraph) -> None:
+        """Report ``job``'s new state: what it is, the jobs finished and all of them."""
+        report(self.on_progress, job_label(job), graph.finished(), len(graph.jobs))
 
     def submit(self, job: JobNode) -> None:
         request, note = self.shape.fit(self.graph.request(job, self.gpus), job.cfg.kind)
@@ -322,7 +327,7 @@ class _Runner:
         if request["memory"]:
             options["memory"] = int(request["memory"])
         ref = self.remote.options(max_retries=0, retry_exceptions=False, name=job.what[:100],
-                                  **options).remote(_payload(self.graph, job, self.progress))
+                                  **options).remote(_payload(self.graph, job, self.record))
         job.state = "running"
         self.running[ref] = job
         self.event(job, self.graph)
@@ -344,7 +349,7 @@ class _Runner:
         """Resubmit ``node`` after a lost or failed attempt (saying where and why), or report it failed; a job
         whose entry landed before its worker was lost is done, never computed again."""
         lost = isinstance(err, LOST)
-        where = _left_marker(self.progress.folder, job).get("node") or "an unknown node"
+        where = _left_marker(self.record.folder, job).get("node") or "an unknown node"
         reason = (("lost with its node" if isinstance(err, ray.exceptions.NodeDiedError) else "its worker died")
                   if lost else _error_text(err))
         decision = retry_decision(lost=lost, landed=lost and self.graph.store.has(job.cfg), retries=job.retries)
@@ -361,6 +366,18 @@ class _Runner:
             self.submit(job)
             return
         _failed(self.graph, job, err, self.event)
+
+
+def job_label(job: JobNode) -> str:
+    """A job's state in a line: ``running: what``, or ``retrying what (attempt 2 after: ...)``."""
+    if job.state == "running" and job.retries and job.retries[-1]["attempt"] == job.attempts - 1:
+        return f"retrying {job.what} (attempt {job.attempts} after {retry_text(job.retries[-1])})"
+    return f"{job.state}: {job.what}"
+
+
+def retry_text(retry: dict) -> str:
+    """One retry of a job (an entry of ``JobNode.retries``) in words."""
+    return f"attempt {retry['attempt']} {retry['reason']} on {retry['node']}"
 
 
 def retry_decision(*, lost: bool, landed: bool, retries: list[dict]) -> str:
@@ -380,9 +397,9 @@ class _HeadWatch(threading.Thread):
     waited for), without a word; a few seconds before that, this marks the sweep interrupted, says that a rerun
     of the same command resumes from the cache, and exits with :data:`HEAD_EXIT`."""
 
-    def __init__(self, address: str, progress: SweepRecord):
+    def __init__(self, address: str, record: SweepRecord):
         super().__init__(daemon=True, name="sweep-head-watch")
-        self.address, self.progress = address, progress
+        self.address, self.record = address, record
         host, _, port = ray.get_runtime_context().gcs_address.rpartition(":")
         self.gcs = (host.strip("[]"), int(port))
         limit = float(os.environ.get("RAY_gcs_rpc_server_reconnect_timeout_s", 60))  # noqa: SIM112 -- Ray's name
@@ -402,12 +419,12 @@ class _HeadWatch(threading.Thread):
                     self.give_up(time.monotonic() - lost_since)
 
     def give_up(self, seconds: float) -> None:
-        counts = self.progress.graph.counts()
-        self.progress.state = "interrupted"
-        self.progress.write(force=True)
-        print(f"\nsweep {self.progress.graph.spec.name}: the Ray head at {self.address} has not answered for "
+        counts = self.record.graph.counts()
+        self.record.state = "interrupted"
+        self.record.write(force=True)
+        print(f"\nsweep {self.record.graph.spec.name}: the Ray head at {self.address} has not answered for "
               f"{seconds:.0f} s, so this run stops here ({counts['done'] + counts['cached']} of "
-              f"{len(self.progress.graph.jobs)} jobs are in the cache, {counts['running']} were running). When the "
+              f"{len(self.record.graph.jobs)} jobs are in the cache, {counts['running']} were running). When the "
               "cluster is back ('ray start --head' there, then 'ray start --address' on each node), rerun the same "
               "command: it resumes from the cache.", file=sys.stderr, flush=True)
         os._exit(HEAD_EXIT)
@@ -416,19 +433,20 @@ class _HeadWatch(threading.Thread):
         self.stopped.set()
 
 
-def _payload(graph: SweepGraph, job: JobNode, progress: SweepRecord) -> dict:
+def _payload(graph: SweepGraph, job: JobNode, record: SweepRecord) -> dict:
     """What a worker needs to compute ``node``: its configuration, its grid point's model and data, the cache."""
     plan = graph.plans[job.plan]
     payload = {"kind": job.cfg.kind, "key": job.cfg.key(), "config": job.cfg.to_dict(), "what": job.what,
                "plan": {"model": plan.model, "sources": plan.sources, "finetuned": plan.finetuned},
-               "cache": str(graph.store.root.parent), "device": graph.device, "run": progress.run,
-               "markers": str(progress.folder / "running"), "attempt": job.attempts}
+               "cache": str(graph.store.root.parent), "device": graph.device, "run": record.run,
+               "markers": str(record.folder / "running"), "attempt": job.attempts}
     if job.cfg.kind == "gradts":
         payload["gradts"] = graph.gradts_plan(job).to_dict()
     return payload
 
 
-def _failed(graph: SweepGraph, job: JobNode, err: BaseException, event: Callable[[JobNode, SweepGraph], None]) -> None:
+def _failed(graph: SweepGraph, job: JobNode, err: BaseException,
+            event: Callable[[JobNode, SweepGraph], None]) -> None:
     """Mark ``node`` failed (with the worker's error) and every job that needs it skipped."""
     job.state, job.error = "failed", _error_text(err)
     log.error("sweep job failed after %d attempt(s): %s: %s", job.attempts, job.what, job.error)

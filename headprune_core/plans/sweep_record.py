@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from headprune_core.base.cache import cache_root
 from headprune_core.base.files import pid_alive, write_file_atomic
+from headprune_core.plans.sweep import FINISHED
 
 if TYPE_CHECKING:  # the graph whose progress is written (plans.sweep imports nothing from here)
     from headprune_core.plans.sweep import SweepGraph
@@ -47,7 +48,7 @@ def progress_summary(rec: dict, *, now: float | None = None) -> dict:
     so), jobs finished of total, failed, running now, and the time left at the pace of this run so far."""
     counts = rec.get("counts", {})
     total = sum(counts.values())
-    finished = sum(counts.get(s, 0) for s in ("cached", "done", "failed", "skipped"))
+    finished = sum(counts.get(s, 0) for s in FINISHED)
     state = rec.get("state", "?")
     if state == "running" and rec.get("driver_alive") is False:
         state = "stopped"

@@ -6,7 +6,7 @@ call that computes it. :func:`run_jobs` runs the ones that are not cached, repor
 by the missing results it reads (its fine-tune, its ranking's scores: :func:`~headprune_core.runs.config.
 nested_configs`), so every entry's recorded time is its own work.
 
->>> # run_jobs(study_jobs(study, [cfg]), study.store, on_job=lambda i, n, what, cached: print(i, n, what))
+>>> # run_jobs(study_jobs(study, [cfg]), study.store, on_progress=lambda what, done, n: print(done, n, what))
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from headprune_core.base.progress import Progress, cached_label, report
 from headprune_core.runs.config import RunConfig, nested_configs
 from headprune_core.runs.store import Store
 
 log = logging.getLogger(__name__)
 
-OnJob = Callable[[int, int, str, bool], None]
-"""on_job(index, total, what, cached): called before each job of a list (for progress bars)."""
 
 
 @dataclass(frozen=True)
@@ -44,11 +43,13 @@ class JobFailed(RuntimeError):
         self.job = job
 
 
-def run_jobs(jobs: Sequence[Job], store: Store, *, on_job: OnJob | None = None) -> dict:
+def run_jobs(jobs: Sequence[Job], store: Store, *, on_progress: Progress | None = None) -> dict:
     """Run every job of ``jobs`` that is not cached, in order; ``{"jobs", "computed", "seconds"}``.
 
-    ``on_job(i, n, what, cached)`` is called before each job. A failing job raises :class:`JobFailed` (the
-    entries finished before it stay valid: a rerun resumes from them); Ctrl-C stops between steps alike.
+    ``on_progress(what, i, n)`` is called before job ``i`` (``what`` is ``cached: ...`` for a job read from the
+    cache) and once more as ``(what, n, n)`` at the end (:mod:`headprune_core.base.progress`). A failing job
+    raises :class:`JobFailed` (the entries finished before it stay valid: a rerun resumes from them); Ctrl-C
+    stops between steps alike.
     """
     start = time.perf_counter()
     computed = 0
@@ -56,8 +57,7 @@ def run_jobs(jobs: Sequence[Job], store: Store, *, on_job: OnJob | None = None) 
         store.check_writable()  # a read-only cache fails here, before the first computation, naming the folder
     for i, job in enumerate(jobs):
         cached = store.has(job.cfg)
-        if on_job is not None:
-            on_job(i, len(jobs), job.what, cached)
+        report(on_progress, cached_label(job.what, cached), i, len(jobs))
         if cached:
             continue
         log.info("computing: %s", job.what)
@@ -66,6 +66,8 @@ def run_jobs(jobs: Sequence[Job], store: Store, *, on_job: OnJob | None = None) 
         except Exception as err:  # noqa: BLE001 -- re-raised with the job's name
             raise JobFailed(job, err) from err
         computed += 1
+    if jobs and on_progress is not None:
+        on_progress(cached_label(jobs[-1].what, cached), len(jobs), len(jobs))
     return {"jobs": len(jobs), "computed": computed, "seconds": time.perf_counter() - start}
 
 

@@ -24,7 +24,7 @@ import torch
 from datasets import concatenate_datasets
 
 from headprune_core.base.artifacts import Weights
-from headprune_core.base.progress import report
+from headprune_core.base.progress import named, report
 from headprune_core.base.specs import canonical_json
 from headprune_core.data.align import shuffled_labels
 from headprune_core.encoders.classifier import HeadedEncoder, TaskHead
@@ -256,7 +256,7 @@ class Study(StudyData):
         train_log = finetune(model, train, pad_id=self.pad_id, epochs=epochs,
                              lr=ft.lr, head_lr=ft.head_lr, batch_size=ft.batch_size, sampling=ft.sampling, seed=ft.seed,
                              freeze_embeddings=ft.freeze_embeddings,
-                             on_step=lambda d, n: self._report(what, d, n), gates=gates)
+                             on_progress=named(self._report, what), gates=gates)
         log = {**train_log.to_dict(), "data": stats, "device": str(device_of(model))}
         if gates is not None:
             learned = gates.result()
@@ -319,7 +319,7 @@ class Study(StudyData):
                                      resample=sc.resample)
             self._report(f"scoring heads: {sc.task}/{sc.lang}", 0, len(data))
             imp = score_heads(model, _with_task(data, sc.task, model), method=sc.method, seed=sc.seed,
-                              on_step=lambda d, n: self._report(f"scoring heads: {sc.task}/{sc.lang}", d, n))
+                              on_progress=named(self._report, f"scoring heads: {sc.task}/{sc.lang}"))
             return {"raw": imp.raw, "meta": imp.to_meta()}
         return self._cached(sc, compute)
 
@@ -336,7 +336,7 @@ class Study(StudyData):
             d = self.data(data_task(ec.task), ec.lang)
             what = f"evaluating {ec.task}/{ec.lang}"
             return {"result": evaluate(model, _with_task(data, ec.task, model), d.labels, kind=d.kind, mask=mask,
-                                       on_step=lambda done, n: self._report(what, done, n))}
+                                       on_progress=named(self._report, what))}
         return self._cached(ec, compute)["result"]
 
     def curve(self, cc: CurveConfig) -> dict:
@@ -354,7 +354,7 @@ class Study(StudyData):
             res = curve(model, _with_task(data, cc.task, model), d.labels, kind=d.kind, strategy=cc.strategy,
                         steps=list(cc.steps) or default_steps(head_shape(model), step=cc.step or None),
                         ranking=ranking, seeds=cc.seeds,
-                        on_step=lambda done, n: self._report(what, done, n))
+                        on_progress=named(self._report, what))
             return {"curve": res}
         return self._cached(cc, compute)["curve"]
 
@@ -404,7 +404,7 @@ class Study(StudyData):
             self._report(what, 0, len(data))
             start = time.perf_counter()
             maps = instance_kv_maps(model, _with_task(data, ic.task, model),
-                                    on_step=lambda d, n: self._report(what, d, n))
+                                    on_progress=named(self._report, what))
             return {"maps": maps.astype(np.float32), "rows": np.asarray(rows, dtype=np.int64),
                     "meta": {"seconds": round(time.perf_counter() - start, 2), "examples": len(rows)}}
         return self._cached(ic, compute)
@@ -426,7 +426,7 @@ class Study(StudyData):
                                 rounds=bc.rounds, round_steps=bc.round_steps, batch_size=ft.batch_size, lr=ft.lr,
                                 head_lr=ft.head_lr, decay=bc.decay, keep=bc.keep, seed=ft.seed,
                                 freeze_embeddings=ft.freeze_embeddings,
-                                on_step=lambda d, n: self._report(what, d, n))
+                                on_progress=named(self._report, what))
             return {"result": res}
         # from the pretrained encoder: its fine-tune config only names the units (never trained for this)
         return self._cached(bc, compute, inputs_first=False)["result"]

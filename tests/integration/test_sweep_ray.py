@@ -42,10 +42,10 @@ def test_sweep_on_ray_equals_the_sequential_study_and_a_rerun_computes_nothing(t
     spec = _spec(model, seeds=[13, 14], refinetune={"max_k": 2})
     graph = build_graph(spec)
     events = []
-    res = run_sweep(graph, on_event=lambda node, g: events.append((node.state, node.id)))
+    res = run_sweep(graph, on_progress=lambda what, done, total: events.append(what.split(":")[0]))
     assert res.ok and res.cached == 0
     assert res.computed == res.jobs == len(graph.jobs)  # every job computed, once
-    assert sum(state == "running" for state, _ in events) == res.jobs
+    assert events.count("running") == res.jobs
     assert all(n.attempts == 1 and n.state == "done" for n in graph.jobs.values())
     # two seeds x (1 + 2 re-fine-tunes) fine-tunes; the re-fine-tunings' parts were added once ranked
     assert sum(n.cfg.kind == "finetune" for n in graph.jobs.values()) == 6
@@ -60,7 +60,7 @@ def test_sweep_on_ray_equals_the_sequential_study_and_a_rerun_computes_nothing(t
 
     again = build_graph(spec)
     events.clear()
-    res2 = run_sweep(again, on_event=lambda node, g: events.append((node.state, node.id)))
+    res2 = run_sweep(again, on_progress=lambda what, done, total: events.append(what))
     assert res2.ok and res2.computed == 0 and res2.cached == res2.jobs == res.jobs and not events
 
 

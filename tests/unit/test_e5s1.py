@@ -121,9 +121,11 @@ def test_bert_state_dict_names_and_shapes(tmp_path):
     for s in ("aln", "oln"):
         t[f"l0.{s}.w"], t[f"l0.{s}.b"] = ("f32", np.ones(h.hidden)), ("f32", np.zeros(h.hidden))
     f = e5s1.read_e5s1(write(tmp_path / "m.bin", t))
-    seen: list[int] = []
-    sd = e5s1.bert_state_dict(f, on_chunk=seen.append)
-    assert sum(seen) == sum(e.count for e in f.tensors.values())
+    seen: list[tuple] = []
+    sd = e5s1.bert_state_dict(f, on_progress=lambda *a: seen.append(a))
+    total = sum(e.count for e in f.tensors.values())
+    assert seen[-1] == ("dequantising m.bin", total, total) and {t for _, _, t in seen} == {total}
+    assert [d for _, d, _ in seen] == sorted(d for _, d, _ in seen)  # one count across the tensors
     assert sd["embeddings.word_embeddings.weight"].shape == (9, 64)
     assert sd["encoder.layer.0.intermediate.dense.weight"].shape == (128, 64)
     assert sd["encoder.layer.0.output.dense.weight"].shape == (64, 128)

@@ -136,14 +136,16 @@ def test_thres_and_trial_select_through_real_multitask_runs(env):
 def test_run_is_cached_and_reports_table_and_times(env):
     p = plan(env["model"], ["pos/en", "name/en", "pos/es"], ["pos/es", "name/en"], threshold=-1.0)
     jobs = []
-    gts = GradTS(env["study"](), p, on_job=lambda what, cached: jobs.append((what, cached)))
+    gts = GradTS(env["study"](), p, on_progress=lambda what, done, total: jobs.append((what, done, total)))
+    gts.expected = gts.expected_jobs()
     assert gts.cached_result() is None
     out = gts.run()
     res = out["result"]
     assert out["tau"].shape == (3, 3) and res["names"] == ["pos/en", "name/en", "pos/es"]
     assert [v["primary"] for v in res["validation"]] == ["pos/es", "name/en"]
     assert all(v["thres"] == [n for n, _ in v["ranking"]] for v in res["validation"])  # threshold -1: all
-    assert len(jobs) <= gts.expected_jobs() and any(not c for _, c in jobs)
+    assert len(jobs) <= gts.expected_jobs() and any(not what.startswith("cached: ") for what, _, _ in jobs)
+    assert [done for _, done, _ in jobs] == list(range(len(jobs))) and {t for _, _, t in jobs} == {gts.expected}
     secs = res["seconds"]
     assert set(secs["maps"]) == set(p.units) and secs["wall"] >= secs["wall_maps"]
     assert secs["maps_total"] == pytest.approx(sum(sum(v.values()) for v in secs["maps"].values()), abs=0.06)

@@ -107,8 +107,13 @@ def test_the_job_runner_runs_what_is_missing_and_names_a_failed_job(tiny_cache, 
     jobs = study_jobs(study, [sc, sc], names=["scores de", "again"])  # its fine-tune first, each config once
     assert [(j.what, j.cfg.kind) for j in jobs] == [("fine-tune pos (cross, en)", "finetune"), ("scores de", "score")]
     seen = []
-    done = run_jobs(jobs, study.store, on_job=lambda i, n, what, cached: seen.append((i, n, what, cached)))
-    assert done["computed"] == 2 and seen == [(0, 2, "fine-tune pos (cross, en)", False), (1, 2, "scores de", False)]
+    done = run_jobs(jobs, study.store, on_progress=lambda what, i, n: seen.append((what, i, n)))
+    assert done["computed"] == 2
+    assert seen == [("fine-tune pos (cross, en)", 0, 2), ("scores de", 1, 2), ("scores de", 2, 2)]
+    seen.clear()
+    run_jobs(jobs, study.store, on_progress=lambda what, i, n: seen.append((what, i, n)))  # both now cached
+    assert seen == [("cached: fine-tune pos (cross, en)", 0, 2), ("cached: scores de", 1, 2),
+                    ("cached: scores de", 2, 2)]
     assert [j.cfg.kind for j in study_jobs(study, [sc])] == ["score"]  # its cached fine-tune is left out
     assert run_jobs(study_jobs(study, [sc]), study.store)["computed"] == 0  # cached: nothing runs
     boom = Job("a job that breaks", study.eval_config(ft, "pos", "en", max_sentences=7), lambda: 1 / 0)

@@ -28,3 +28,51 @@ def test_report_calls_only_when_there_is_a_callback():
     report(None, "x", 1, 2)
     report(lambda *a: seen.append(a), "x", 1, 2)
     assert seen == [("x", 1, 2)]
+
+
+def test_a_titled_bar_keeps_its_title_shows_the_job_and_follows_a_growing_total():
+    out = io.StringIO()
+    bar = TqdmProgress("sweep t", file=out, mininterval=0)
+    bar("running: fine-tune pos", 0, 4)
+    first = bar.bar
+    bar("done: fine-tune pos", 1, 6)  # a sweep adds jobs once their ranking is known: the same bar, a new total
+    assert bar.bar is first and first.total == 6 and first.n == 1 and first.desc == "sweep t"
+    assert "done: fine-tune pos" in str(first)
+    bar.close()
+
+
+def test_every_callback_of_the_core_is_one_progress_type():
+    """Issue 44: one progress protocol. Every public function or method of the core that takes a callback named
+    ``on_...`` takes ``on_progress: Progress | None``; no other callback shape is left."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import headprune_core
+    from headprune_core.base.progress import Progress
+
+    found, wrong = [], []
+    for info in pkgutil.walk_packages(headprune_core.__path__, "headprune_core."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            members = [obj] if inspect.isfunction(obj) else [
+                m for k, m in vars(obj).items() if inspect.isfunction(m) and (k == "__init__" or not k.startswith("_"))
+            ] if inspect.isclass(obj) else []
+            for fn in members:
+                for p, param in inspect.signature(fn).parameters.items():
+                    if p.startswith("on_"):
+                        found.append(f"{fn.__qualname__}({p})")
+                        hint = param.annotation  # a string under ``from __future__ import annotations``
+                        if isinstance(hint, str):
+                            hint = eval(hint, vars(module)) if hint == "Progress | None" else hint
+                        if p != "on_progress" or hint != Progress | None:
+                            wrong.append(f"{module.__name__}.{fn.__qualname__}({p}: {param.annotation})")
+    assert not wrong, wrong
+    # the loops that report: training, scoring, evaluation, curves, E5S1, jobs, plans, staged, GradTS, sweeps
+    for expected in ("finetune", "score_heads", "evaluate", "curve", "bert_state_dict", "run_jobs", "run_plan",
+                     "run_staged", "GradTS.__init__", "StemCells.run", "run_sweep"):
+        assert f"{expected}(on_progress)" in found, expected

@@ -54,13 +54,13 @@ def test_interrupted_run_resumes(tiny_cache, monkeypatch, tmp_path):
     store = Store(tmp_path / "runs")
     seen = []
 
-    def stop_at_fourth(i, n, what, cached):
+    def stop_at_fourth(what, i, n):
         seen.append(what)
         if i == 3:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_plan(Study(model, store=store, progress=False), plan, on_job=stop_at_fourth)
+        run_plan(Study(model, store=store, progress=False), plan, on_progress=stop_at_fourth)
     assert len(store.entries()) == 3  # the finished jobs stay valid
     res = run_plan(Study(model, store=store, progress=False), plan)
     assert res["computed"] == res["jobs"] - 3

@@ -339,3 +339,17 @@ def test_the_retry_decision_counts_lost_and_failed_attempts_apart():
     assert retry_decision(lost=True, landed=False, retries=lost) == "failed"
     assert retry_decision(lost=False, landed=False, retries=lost) == "retry"  # losses do not count against errors
     assert retry_decision(lost=False, landed=False, retries=errors) == "failed"
+
+
+def test_a_sweep_reports_each_job_in_a_line_and_a_retry_with_its_reason():
+    """The sweep's progress (``on_progress(what, finished, jobs)``): a job's state and name, and a resubmitted
+    job says which attempt and why the last one was redone."""
+    from headprune_core.plans.sweep import JobNode
+    from headprune_core.plans.sweep_ray import job_label
+    job = JobNode("finetune/abc", "fine-tune pos", cfg=None, plan=0, state="running", attempts=1)
+    assert job_label(job) == "running: fine-tune pos"
+    job.retries.append({"attempt": 1, "node": "w1 (ab12)", "reason": "lost with its node", "lost": True})
+    job.attempts = 2
+    assert job_label(job) == "retrying fine-tune pos (attempt 2 after attempt 1 lost with its node on w1 (ab12))"
+    job.state = "done"
+    assert job_label(job) == "done: fine-tune pos"
