@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, roles
+from headprune_app import cached, captions, charts, figures, panels, roles
 from headprune_app.page_end import end_page
 from headprune_core.base.cache import cache_root
 from headprune_core.base.files import safe_filename, write_file_atomic
@@ -177,10 +177,10 @@ def own_importance(sel: S.Selection, task: str, lang: str) -> None:
     result the Head importance page shows for this task), offered when not cached."""
     st.subheader(f"Head importance on {task}/{lang}")
     study = cached.study(sel.model, finetuned=sel.finetuned)
-    ft = cached.guarded(study.finetune_config, task, (lang,), **sel.plan.train, what="Cannot use this corpus")
+    ft = panels.guarded(study.finetune_config, task, (lang,), **sel.plan.train, what="Cannot use this corpus")
     sc = study.score_config(ft, task, lang, method=sel.method, max_sentences=sel.plan.score_sentences)
     st.caption(captions.own_map_caption(task, lang, sel.plan.train, sel.method, sel.plan.score_sentences))
-    if cached.offer_compute(study, [(f"head scores {task}/{lang} ({sel.method})", sc)], key=f"own:{task}:{lang}",
+    if panels.offer_compute(study, [(f"head scores {task}/{lang} ({sel.method})", sc)], key=f"own:{task}:{lang}",
                             note="fine-tuning and scoring take a minute or more on a CPU"):
         shown = normalise(cached.read(study, sc)["raw"], normalize=sel.normalize, minmax=sel.minmax)
         figures.show(charts.importance_heatmap(shown), key="own_map", name=f"importance_{task}_{lang}",

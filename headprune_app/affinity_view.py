@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 
 from headprune_app import affinity_charts as AC
-from headprune_app import cached, captions, figures, roles
+from headprune_app import cached, captions, computing, figures, roles
 from headprune_app.resident import resident
 from headprune_core.base.cache import cache_root
 from headprune_core.multitask.affinity import gradts_map
@@ -128,9 +128,9 @@ def offer_maps(gts: GradTS, *, key: str) -> bool:
     st.warning(f"{len(todo)} of {len(status)} head maps ({gts.plan.method}) are not in the cache:\n\n"
                + "\n".join(lines))
     cfgs = [gts.score_config(u) for u in todo]
-    if roles.owner_button(f"Compute {len(todo)} head map(s) ({cached.estimate_text(gts.study, cfgs)})",
+    if roles.owner_button(f"Compute {len(todo)} head map(s) ({computing.estimate_text(gts.study, cfgs)})",
                           key=f"maps:{key}", type="primary", what="computing head maps"):
-        if cached.compute_jobs(gts.study, study_jobs(gts.study, cfgs, names=[f"head map {u}" for u in todo]),
+        if computing.compute_jobs(gts.study, study_jobs(gts.study, cfgs, names=[f"head map {u}" for u in todo]),
                            title="Head maps"):
             st.rerun()
     return False
@@ -146,10 +146,10 @@ def offer_validation(gts: GradTS, *, key: str) -> None:
                f"({len(p.train_seeds)} training seed(s) each) and with {len(p.random_seeds)} random sets. Parts "
                "already cached are reused.")
     cfg = gts.config()
-    if roles.owner_button(f"Run the validation ({cached.estimate_text(gts.study, [cfg])}, a rough upper estimate)",
+    if roles.owner_button(f"Run the validation ({computing.estimate_text(gts.study, [cfg])}, a rough upper estimate)",
                           key=f"validate:{key}", type="primary", what="running the GradTS validation"):
         gts.expected = gts.expected_jobs()
-        if cached.compute_jobs(gts.study, [Job(f"GradTS {p.name}", cfg, gts.run)], title="GradTS validation",
+        if computing.compute_jobs(gts.study, [Job(f"GradTS {p.name}", cfg, gts.run)], title="GradTS validation",
                                gts=gts):
             st.rerun()
 
@@ -157,10 +157,10 @@ def offer_validation(gts: GradTS, *, key: str) -> None:
 def offer_selection(gts: GradTS, primary: str, aux: list[str], *, key: str) -> None:
     """Train ``primary`` with ``aux`` (one multi-task run) and evaluate it on dev and test."""
     cfgs = [gts.eval_config(primary, aux, split=split) for split in ("validation", "test")]
-    if roles.owner_button(f"Train {primary} with these {len(aux)} unit(s) ({cached.estimate_text(gts.study, cfgs)})",
+    if roles.owner_button(f"Train {primary} with these {len(aux)} unit(s) ({computing.estimate_text(gts.study, cfgs)})",
                           key=f"selection:{key}", what="training"):
         names = [f"evaluate {primary} with {len(aux)} auxiliary ({split})" for split in ("validation", "test")]
-        if cached.compute_jobs(gts.study, study_jobs(gts.study, cfgs, names=names), title="Multi-task run"):
+        if computing.compute_jobs(gts.study, study_jobs(gts.study, cfgs, names=names), title="Multi-task run"):
             st.rerun()
 
 
@@ -187,9 +187,9 @@ def offer_stemcells(cells, *, key: str) -> None:
                "evaluation(s) or gradient map(s) are missing. Fine-tunes already cached (GradTS's single-task and "
                "all-units runs) "
                "are the starting points.")
-    if roles.owner_button(f"Run learned pruning ({cached.estimate_text(cells.study, missing)})",
+    if roles.owner_button(f"Run learned pruning ({computing.estimate_text(cells.study, missing)})",
                           key=f"stemcells:{key}", type="primary", what="learned pruning (training)"):
-        if cached.compute_jobs(cells.study, study_jobs(cells.study, missing), title="Learned pruning"):
+        if computing.compute_jobs(cells.study, study_jobs(cells.study, missing), title="Learned pruning"):
             st.rerun()
 
 

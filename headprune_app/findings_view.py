@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from headprune_app import cached, captions, exports, figures, nav, roles
+from headprune_app import cached, captions, computing, exports, figures, nav, roles
 from headprune_app.resident import resident
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
@@ -270,7 +270,7 @@ def offer(f: Findings) -> None:
         st.dataframe(pd.DataFrame([{"job": j.what, "kind": j.cfg.kind} for j in missing]), hide_index=True)
     if roles.owner_button(f"Compute the findings ({text})", type="primary", key="compute_findings",
                           what="computing the findings"):
-        if cached.compute_jobs(f.study, missing, title="Findings"):
+        if computing.compute_jobs(f.study, missing, title="Findings"):
             forget()
             st.rerun()
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, links, roles, state
+from headprune_app import cached, captions, charts, exports, figures, links, panels, roles, state
 from headprune_app.page_end import end_page
 from headprune_core.base.choices import LAYER_PARTS
 from headprune_core.base.choices import STRATEGIES as CORE_STRATEGIES
@@ -74,7 +74,7 @@ def ranking_for(study, sel: S.Selection, ft, p: Params):
     run it needs is not cached, says so, offers to compute it and stops the page."""
     if p.strategy == "learned":
         learned_ft = learned_config(ft, p.target)
-        if not cached.offer_compute(study, [(f"learned pruning of {sel.task} ({p.target:.0%} of the heads)",
+        if not panels.offer_compute(study, [(f"learned pruning of {sel.task} ({p.target:.0%} of the heads)",
                                              learned_ft)], key=f"learned:{p.target}",
                                     note="hard-concrete head gates trained for one epoch after this fine-tune"):
             end_page()
@@ -84,7 +84,7 @@ def ranking_for(study, sel: S.Selection, ft, p: Params):
         return None, None
     ranking = cached.ranking(study, sel, p.rank_lang)
     if ranking is None and p.strategy != "custom":
-        cached.offer_compute(study, [(f"head scores {sel.task}/{p.rank_lang} ({sel.method})",
+        panels.offer_compute(study, [(f"head scores {sel.task}/{p.rank_lang} ({sel.method})",
                                       S.score_config(study, sel, p.rank_lang))], key="ranking",
                              note="the ranking this strategy prunes by")
         end_page()
@@ -191,7 +191,7 @@ def learned_model_panel(study, sel: S.Selection, ft, p: Params, learned, base: d
                                 max_sentences=sel.plan.eval_sentences)
     own = cached.read(study, own_cfg)
     if own is None:
-        cached.offer_compute(study, [(f"the learned-pruning model on {sel.lang}", own_cfg)],
+        panels.offer_compute(study, [(f"the learned-pruning model on {sel.lang}", own_cfg)],
                              key=f"learned-eval:{p.target}",
                              note="the model trained with its gates (He & Choi's protocol)")
         return
@@ -226,7 +226,7 @@ def curves_panel(study, sel: S.Selection, p: Params, k: int, now: dict) -> None:
     wanted = {"importance": S.importance_curve_name(sel, p.rank_lang), "reverse": "most important first",
               "random": "random order", "layers": "whole layers"}.get(p.strategy)
     if wanted and wanted in configs and wanted not in {c["name"] for c in curves}:
-        cached.offer_compute(study, [(f"curve: {wanted}", configs[wanted])], key="curve")
+        panels.offer_compute(study, [(f"curve: {wanted}", configs[wanted])], key="curve")
     if not curves:
         st.caption("No curve is cached for this language yet.")
     else:
@@ -260,7 +260,7 @@ def downloads(study, sel: S.Selection, ft, mask: np.ndarray, *, strategy: str, l
         with d2:
             roles.student_note("building the pruned model")
         return
-    d2.download_button("Download pruned model (zip)", cached.pruned_zip(study, ft, mask, {"mask_label": label}),
+    d2.download_button("Download pruned model (zip)", exports.pruned_zip(study, ft, mask, {"mask_label": label}),
                        file_name=safe_filename(f"pruned_{sel.task}_{k}.zip"), mime="application/zip", key="dl_model",
                        help=captions.PRUNED_ZIP_HELP)
 

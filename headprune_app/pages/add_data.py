@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from headprune_app import add_data_view as V
-from headprune_app import cached, captions, figures, roles
+from headprune_app import cached, captions, figures, panels, roles
 from headprune_app.page_end import end_page
 from headprune_core.data.formats import FORMATS
 from headprune_core.plans import selection as S
@@ -15,7 +15,7 @@ sel: S.Selection = cached.selection()
 about = figures.heading("Add data")
 with about:
     st.markdown(captions.ADD_DATA)
-    st.caption(f"{cached.model_caption(sel.model)} (its tokenizer is used for the alignment statistics and the "
+    st.caption(f"{panels.model_caption(sel.model)} (its tokenizer is used for the alignment statistics and the "
                "heatmap below)")
 
 upload_tab, hub_tab, mine_tab = st.tabs(["Upload files", "From the Hugging Face Hub", "Registered corpora"])

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, figures, findings_view
+from headprune_app import cached, captions, figures, findings_view, panels
 from headprune_app.page_end import end_page
 from headprune_core.plans import selection as S
 
@@ -12,14 +12,14 @@ with about:
     st.markdown(captions.FINDINGS)
 if not cached.model_info(sel.model)["ready"] or not sel.langs:
     st.warning(captions.findings_unprepared(sel.model, sel.task))
-    cached.offer_prepare()
+    panels.offer_prepare()
     end_page()
-f = cached.guarded(findings_view.findings, sel, what="Cannot set up the findings")
+f = panels.guarded(findings_view.findings, sel, what="Cannot set up the findings")
 with about:
-    st.markdown(f"{cached.model_caption(f.plan.model)}  \n**Plan:** {f.plan.name}: {f.plan.description}")
+    st.markdown(f"{panels.model_caption(f.plan.model)}  \n**Plan:** {f.plan.name}: {f.plan.description}")
     if f.plan.model != sel.model:
         st.caption(f"The findings run on {f.plan.model}, the plan's model.")
-cards = cached.guarded(findings_view.cards, f, what="Cannot read the findings")
+cards = panels.guarded(findings_view.cards, f, what="Cannot read the findings")
 missing, picture = figures.figure_first()
 with missing:
     findings_view.offer(f)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, roles
+from headprune_app import cached, captions, charts, computing, figures, panels, roles
 from headprune_core.plans import selection as S
 from headprune_core.plans.sweep_record import running_sweeps
 
@@ -11,7 +11,7 @@ sel: S.Selection = cached.selection()
 about = figures.heading("headprune")
 with about:
     st.markdown(captions.OVERVIEW)
-    st.markdown(cached.model_caption(sel.model))
+    st.markdown(panels.model_caption(sel.model))
     for note in S.language_notes(sel.task, sel.langs):
         st.caption(note)
 
@@ -27,17 +27,17 @@ def background() -> None:
     if seen != finished or (was_live and not live):
         st.rerun(scope="app")
     for rec, s in live:
-        st.progress(s["finished"] / max(1, s["total"]), text=cached.sweep_line(rec, s))
+        st.progress(s["finished"] / max(1, s["total"]), text=panels.sweep_line(rec, s))
 
 
 background()
 study = cached.study_for(sel)
-cached.need_languages(sel)
+panels.need_languages(sel)
 
 st.subheader("What is computed for these choices")
 figures.aside(about).caption(captions.overview_status(sel.plan.name, S.task_label(sel.task), sel.setting,
                                                     sel.train_langs(), sel.langs, sel.method))
-rows = cached.guarded(cached.plan_status, study, sel.study_plan(), what="Cannot list the study's results")
+rows = panels.guarded(computing.plan_status, study, sel.study_plan(), what="Cannot list the study's results")
 done = sum(r["status"] == "ok" for r in rows)
 counts, table = figures.figure_first()
 table.dataframe(charts.status_matrix(rows), hide_index=True)
@@ -51,7 +51,7 @@ todo = [r for r in rows if r["status"] != "ok"]
 if todo:
     if roles.owner_button(f"Compute the {len(todo)} missing result(s)", type="primary", key="compute_missing",
                           what="computing missing results"):
-        if cached.compute_plan(study, sel.study_plan(), rows):
+        if computing.compute_plan(study, sel.study_plan(), rows):
             st.rerun()
     st.caption(captions.COMPUTE_TIME)
 else:

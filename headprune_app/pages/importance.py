@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures
+from headprune_app import cached, captions, charts, figures, panels
 from headprune_app.page_end import end_page
 from headprune_core.base.files import safe_filename
 from headprune_core.plans import selection as S
@@ -12,15 +12,15 @@ study = cached.study_for(sel)
 
 about = figures.heading("Head importance")
 with about:
-    st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** "
+    st.markdown(f"{panels.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** "
                 f"{sel.method} · **normalisation:** {sel.normalize}{' + min-max' if sel.minmax else ''}")
     for note in S.language_notes(sel.task, sel.langs):
         st.caption(note)
     st.caption(captions.IMPORTANCE)
-cached.need_languages(sel)
+panels.need_languages(sel)
 
-raws, maps, items = cached.guarded(cached.importance_maps, study, sel, what="Cannot find the head scores")
-cached.offer_compute(study, items, key="importance", note="head scores")
+raws, maps, items = panels.guarded(cached.importance_maps, study, sel, what="Cannot find the head scores")
+panels.offer_compute(study, items, key="importance", note="head scores")
 if not maps:
     end_page()
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, state
+from headprune_app import cached, captions, charts, figures, panels, state
 from headprune_app.page_end import end_page
 from headprune_core.encoders.inspector import MAX_CHARS, bounded_words
 from headprune_core.plans import selection as S
@@ -12,11 +12,11 @@ study = cached.study_for(sel)
 
 about = figures.heading("Head inspector")
 with about:
-    st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · fine-tuned on "
+    st.markdown(f"{panels.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · fine-tuned on "
                 f"{'+'.join(sel.train_langs())}")
     st.caption(captions.INSPECTOR)
-ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
-if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft)],
+ft = panels.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
+if not panels.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft)],
                             key="inspector"):
     end_page()
 
@@ -40,10 +40,10 @@ if not words:
     st.warning("Type a sentence to tag.")
     end_page()
 
-full = cached.guarded(cached.tag, study, ft, sel.task, words, what="Cannot tag the sentence now")
+full = panels.guarded(cached.tag, study, ft, sel.task, words, what="Cannot tag the sentence now")
 masked = None
 if mask is not None:
-    masked = cached.guarded(cached.tag, study, ft, sel.task, words, mask, what="Cannot tag the sentence now")
+    masked = panels.guarded(cached.tag, study, ft, sel.task, words, mask, what="Cannot tag the sentence now")
 if full["kind"] == "token":
     table = charts.tag_table(words, full, masked)
     st.dataframe(table, hide_index=True)
@@ -63,7 +63,7 @@ gated = c3.checkbox("With the current mask", value=False, disabled=mask is None,
                     help="Heads of earlier layers that the mask removes change this head's inputs.")
 if mask is not None and mask[layer, head] == 0:
     st.caption(captions.pruned_head_note(layer, head))
-pieces, att = cached.guarded(cached.attention, study, ft, words, layer, head,
+pieces, att = panels.guarded(cached.attention, study, ft, words, layer, head,
                              mask if gated and mask is not None else None, what="Cannot show the attention now")
 figures.show(charts.attention_heatmap(pieces, att, title=f"layer {layer}, head {head}"), key="attention",
              name=f"attention_{state.head_label((layer, head))}", title=f"Attention of layer {layer}, head {head}",

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, links, state
+from headprune_app import cached, captions, charts, figures, links, panels, state
 from headprune_app import prune_view as V
 from headprune_app.page_end import end_page
 from headprune_core.methods.uncertainty import describe_ci, describe_diff
@@ -13,16 +13,16 @@ study = cached.study_for(sel)
 
 about = figures.heading("Prune & evaluate")
 with about:
-    st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **evaluated on** "
+    st.markdown(f"{panels.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **evaluated on** "
                 f"{S.lang_label(sel.lang)} · fine-tuned on {'+'.join(sel.train_langs())}")
     for note in S.language_notes(sel.task, [sel.lang]):
         st.caption(note)
     st.caption(captions.PRUNE)
-cached.need_languages(sel)
+panels.need_languages(sel)
 
-ft = cached.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
+ft = panels.guarded(S.finetune_config, study, sel, what="Cannot set up the fine-tuned model")
 base_cfg = S.eval_config(study, sel, sel.lang)
-if not cached.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft),
+if not panels.offer_compute(study, [(f"fine-tuned model ({sel.task}, {'+'.join(sel.train_langs())})", ft),
                                     (f"unpruned evaluation {sel.task}/{sel.lang}", base_cfg)], key="prune-base"):
     end_page()
 shape = cached.head_shape(sel.model)

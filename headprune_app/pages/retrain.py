@@ -3,7 +3,7 @@ language against the unpruned model, with intervals."""
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, retrain_view, roles
+from headprune_app import cached, captions, charts, computing, figures, panels, retrain_view, roles
 from headprune_app.page_end import end_page
 from headprune_core.base.choices import RETRAIN_STRATEGIES
 from headprune_core.plans import selection as S
@@ -14,12 +14,12 @@ study = cached.study_for(sel)
 
 about = figures.heading("Prune & retrain")
 with about:
-    st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · {sel.setting}-lingual"
+    st.markdown(f"{panels.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · {sel.setting}-lingual"
                 f" · fine-tuned on {'+'.join(sel.train_langs())}")
     st.caption(captions.RETRAIN)
-cached.need_languages(sel)
+panels.need_languages(sel)
 
-found = cached.guarded(retrain_view.results, study, sel.task, what="Cannot list the re-fine-tunings")
+found = panels.guarded(retrain_view.results, study, sel.task, what="Cannot list the re-fine-tunings")
 if found:
     names = [name for name, _, _ in found]
     pick = st.selectbox("Re-fine-tuning", names, key="retrain", bind="query-params",
@@ -69,8 +69,8 @@ with st.expander("Run a new prune-then-retrain experiment", expanded=not found):
     n_runs = len(rc.points()) * len(rc.train_seeds())
     if study.store.has(rc):
         st.success("This experiment is cached: pick it above.")
-    elif roles.owner_button(f"Prune and retrain ({n_runs} fine-tunings, {cached.estimate_text(study, [rc])})",
+    elif roles.owner_button(f"Prune and retrain ({n_runs} fine-tunings, {computing.estimate_text(study, [rc])})",
                             type="primary", key="rt_run", what="retraining"):
-        if cached.compute_jobs(study, study_jobs(study, [rc], names=[retrain_view.describe(rc)]),
+        if computing.compute_jobs(study, study_jobs(study, [rc], names=[retrain_view.describe(rc)]),
                                title="Prune & retrain"):
             st.rerun()

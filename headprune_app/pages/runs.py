@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from headprune_app import cached, roles, runs_view
+from headprune_app import cached, computing, panels, roles, runs_view
 from headprune_app.page_end import end_page
 from headprune_core.plans import selection as S
 from headprune_core.plans.presets import available_plans
@@ -60,11 +60,11 @@ cap = int(c3.number_input("Sentences per split (0 = the plan's)", min_value=0, v
                           key="launch_cap", help="A smaller number gives a quick look, saved as a new plan."))
 todo = runs_view.launch_plan(plan, tasks=tasks, langs=langs, cap=cap)
 study = cached.study(todo.model, sources=todo.sources, finetuned=todo.finetuned)
-rows = cached.guarded(cached.plan_status, study, todo, what="Cannot plan this study")
+rows = panels.guarded(computing.plan_status, study, todo, what="Cannot plan this study")
 missing = sum(r["status"] != "ok" for r in rows)
 st.write(f"{len(rows)} jobs, {missing} to compute.")
 if st.button(f"Run study '{todo.name}'", type="primary", disabled=not (tasks and langs), key="launch"):
     if cap:
         S.save_plan_file(todo)
-    if cached.compute_plan(study, todo, rows):
+    if computing.compute_plan(study, todo, rows):
         st.success(f"Study '{todo.name}' is complete.")

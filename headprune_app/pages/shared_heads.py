@@ -4,7 +4,7 @@ He & Choi 2021), and how much the top sets overlap."""
 import streamlit as st
 
 from headprune_app import affinity_view as V
-from headprune_app import cached, captions, figures, links, shared_view
+from headprune_app import cached, captions, figures, links, panels, shared_view
 from headprune_app.page_end import end_page
 from headprune_core.multitask.affinity import shared_heads
 from headprune_core.plans import selection as S
@@ -24,12 +24,12 @@ if group == "tasks":
     d1, d2 = st.columns([3, 2])
     plan = V.pick_plan(d1, d2, key="shared")
     with figures.aside(about):
-        st.markdown(cached.model_caption(plan.model))
+        st.markdown(panels.model_caption(plan.model))
         if plan.note:
             st.caption(plan.note)
         st.caption(captions.GRADTS_MAPS)
-    gts = cached.guarded(V.gradts, plan, what="Cannot set up this GradTS plan")
-    complete = cached.guarded(V.offer_maps, gts, key=f"shared:{plan.name}:{plan.method}",
+    gts = panels.guarded(V.gradts, plan, what="Cannot set up this GradTS plan")
+    complete = panels.guarded(V.offer_maps, gts, key=f"shared:{plan.name}:{plan.method}",
                               what="Cannot find the head maps")
     maps = V.maps(gts)
     what = "tasks"
@@ -37,13 +37,13 @@ else:
     sel: S.Selection = cached.selection()
     study = cached.study_for(sel)
     with figures.aside(about):
-        st.markdown(f"{cached.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** "
+        st.markdown(f"{panels.model_caption(sel.model)}  \n**Task:** {S.task_label(sel.task)} · **method:** "
                     f"{sel.method} · **normalisation:** {sel.normalize}")
         for note in S.language_notes(sel.task, sel.langs):
             st.caption(note)
-    cached.need_languages(sel, offer=False)
-    _, maps, items = cached.guarded(cached.importance_maps, study, sel, what="Cannot find the head scores")
-    complete = cached.offer_compute(study, items, key="shared-langs", note="head scores")
+    panels.need_languages(sel, offer=False)
+    _, maps, items = panels.guarded(cached.importance_maps, study, sel, what="Cannot find the head scores")
+    complete = panels.offer_compute(study, items, key="shared-langs", note="head scores")
     what = "languages"
 
 if len(maps) < 2:
@@ -60,7 +60,7 @@ st.header("Learned pruning: stem cells (He & Choi)")
 st.markdown(captions.STEM_CELLS)
 target = links.select_slider("Share of heads learned pruning removes", [0.25, 0.5, 0.75], value=0.5,
                              key="stem_target", format_func=lambda v: f"{v:.0%}")
-cells = cached.guarded(V.stemcells, gts, target, what="Cannot set up learned pruning")
+cells = panels.guarded(V.stemcells, gts, target, what="Cannot set up learned pruning")
 summary = V.stemcells_summary(cells)
 if summary is None:
     V.offer_stemcells(cells, key=f"{plan.name}:{target}")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from headprune_app import affinity_charts as AC
 from headprune_app import affinity_view as V
-from headprune_app import cached, captions, figures, links
+from headprune_app import captions, figures, links, panels
 from headprune_app.page_end import end_page
 from headprune_core.base.files import safe_filename
 from headprune_core.methods.similarity import correlation_matrix
@@ -24,13 +24,13 @@ kind = CORRELATIONS[links.radio("Correlation", list(CORRELATIONS), format_func=C
                                 key="gradts_corr", where=c3)]
 name, method = plan.name, plan.method
 with figures.aside(about):
-    st.markdown(f"{cached.model_caption(plan.model)}  \n{plan.description}")
+    st.markdown(f"{panels.model_caption(plan.model)}  \n{plan.description}")
     if plan.note:
         st.info(plan.note, icon=":material/science:")
     st.caption(captions.UNITS)
 
-gts = cached.guarded(V.gradts, plan, what="Cannot set up this GradTS plan")
-complete = cached.guarded(V.offer_maps, gts, key=f"{name}:{method}", what="Cannot find the head maps")
+gts = panels.guarded(V.gradts, plan, what="Cannot set up this GradTS plan")
+complete = panels.guarded(V.offer_maps, gts, key=f"{name}:{method}", what="Cannot find the head maps")
 maps = V.maps(gts)
 if not complete:
     if len(maps) < 2:

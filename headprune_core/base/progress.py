@@ -5,7 +5,7 @@ takes one callback, ``on_progress(what, done, total)`` (:data:`Progress`; ``tota
 and calls it through :func:`report`, which also enforces the block's :func:`time_cap`. A job list reports its
 jobs (``done`` = jobs before this one, the label ``cached: ...`` for a job read from the cache); a Study
 reports the steps inside the running job under the run's name (:func:`named`). The two front ends adapt it:
-:class:`TqdmProgress` draws tqdm bars in the command line, the dashboard's ``headprune_app.compute.Bar`` an
+:class:`TqdmProgress` draws tqdm bars in the command line, the dashboard's ``headprune_app.computing.ProgressBar`` an
 ``st.progress`` bar.
 
 >>> seen = []

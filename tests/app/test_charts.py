@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from headprune_app import charts
+from headprune_app import charts, exports
 from headprune_core.methods.similarity import cluster_order
 from headprune_core.plans import selection as S
 from headprune_core.plans.plan import StudyPlan
@@ -196,7 +196,6 @@ def test_pruned_model_download_is_a_loadable_pruned_model(fixture_cache, monkeyp
     import io
     import zipfile
 
-    from headprune_app import cached
     from headprune_core.encoders.heads import present_mask
     from headprune_core.encoders.pruned import load_pruned
     from headprune_core.runs.study import Study
@@ -209,7 +208,7 @@ def test_pruned_model_download_is_a_loadable_pruned_model(fixture_cache, monkeyp
     mask = np.ones((3, 4))
     mask[0, :] = 0
     mask[2, 1] = 0
-    data = cached.pruned_zip(study, S.finetune_config(study, sel), mask, {"mask_label": "test"})()
+    data = exports.pruned_zip(study, S.finetune_config(study, sel), mask, {"mask_label": "test"})()
     zipfile.ZipFile(io.BytesIO(data)).extractall(tmp_path)
     model = load_pruned(tmp_path / "pruned")
     assert present_mask(model).numpy().tolist() == mask.tolist()

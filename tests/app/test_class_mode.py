@@ -219,7 +219,7 @@ def test_one_students_wrong_keys_never_lock_the_teacher_out(cache_copy, monkeypa
     st.cache_resource; the Study's last part fails while it was in st.cache_resource)."""
     import streamlit as st
 
-    from headprune_app import cached, roles
+    from headprune_app import cached, queue_slots, roles
     who = ["session:student"]  # AppTest gives every app one session id; a real server a new one per session
     monkeypatch.setattr(roles, "caller", lambda: (who[0],))
     student = make_app(cache_copy, monkeypatch)
@@ -227,11 +227,11 @@ def test_one_students_wrong_keys_never_lock_the_teacher_out(cache_copy, monkeypa
     for _ in range(5):
         _unlock(student, "guess")
     assert any("no key is taken from here" in e.value for e in student.error)
-    queue = cached.compute_queue()
+    queue = queue_slots.compute_queue()
     shared = cached.study(student.session_state["selection"].model)  # every session's Study of the model
     st.cache_resource.clear()  # what the server does on a clear_cache message, for every user
     st.cache_data.clear()
-    assert roles.key_guard() is roles._GUARD and cached.compute_queue() is queue
+    assert roles.key_guard() is roles._GUARD and queue_slots.compute_queue() is queue
     # nor the shared Study: a rebuilt one loads the model again beside the old (9 GB in 3 minutes, issue 43)
     assert cached.study(student.session_state["selection"].model) is shared
     _unlock(student, KEY)  # still locked, even with the right key
