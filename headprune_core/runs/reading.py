@@ -4,6 +4,13 @@ reads.
 :class:`StudyData` is the half of :class:`~headprune_core.runs.study.Study` that loads and fingerprints (the
 other half turns configurations into cached results). Only what a run reads is read, tokenised and hashed: a run
 of 200 sentences of a 500,000-sentence split touches 200 rows.
+
+Why inheritance, not composition: a Study *is* what it reads plus what it computes from it, and its callers
+(pages, plans, GradTS, the sweep's workers) use both halves through one object (``study.store``,
+``study.data(...)``, ``study.scores(...)``); holding a StudyData and forwarding two dozen attributes would add a
+layer that says nothing. The split is one-way: StudyData never uses a name only Study defines (a test checks
+it), so it can be read, tested and used alone; Study adds configurations and cached results, every one through
+its ``_cached``.
 """
 
 from __future__ import annotations

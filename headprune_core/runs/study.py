@@ -194,9 +194,7 @@ class Study(StudyData):
         key = ft.key()
         model = self._models.get(key)
         if model is None:  # sessions of the dashboard may ask at once: each keeps the model it got
-            if ft.l0 and not self.store.has(ft):
-                self.finetuned(ft.base())  # first, so each entry's seconds are its own work
-            result = self.store.get_or_compute(ft, lambda: self._train(ft))
+            result = self._cached(ft, lambda: self._train(ft))  # a learned pruning's fine-tune first
             model = self._build(ft)
             if ft.from_checkpoint:
                 model.heads.load_state_dict({k.removeprefix("heads."): v for k, v in result["weights"].items()})
@@ -292,18 +290,21 @@ class Study(StudyData):
             log = self.store.get_part(ft, "log") or self.store.get(ft)["log"]
         return LearnedHeads.from_log(log["learned"])
 
-    def _cached(self, cfg: RunConfig, compute: Callable[[], dict], *, inputs_first: bool = True) -> dict:
-        """``cfg``'s entry, computed by ``compute`` and stored on a miss; ``inputs_first``: what it reads is
-        computed before it (:meth:`_inputs_first`)."""
-        if inputs_first:
-            self._inputs_first(cfg)
+    def _cached(self, cfg: RunConfig, compute: Callable[[], dict], *, inputs_first: bool = True,
+                parts_first: Callable[[], None] | None = None) -> dict:
+        """``cfg``'s entry, computed by ``compute`` and stored on a miss: the one way a Study's computations meet
+        its store. On a miss, first what it reads (``inputs_first``: :meth:`_inputs_first`), then its parts that
+        are entries of their own (``parts_first``), so each entry's recorded seconds are its own work (the
+        sweep's estimates read them)."""
+        if not self.store.has(cfg):
+            if inputs_first:
+                self._inputs_first(cfg)
+            if parts_first is not None:
+                parts_first()
         return self.store.get_or_compute(cfg, compute)
 
     def _inputs_first(self, cfg: RunConfig) -> None:
-        """Compute what ``cfg`` reads (its fine-tune, its ranking's scores) before ``cfg`` itself when ``cfg`` is
-        not cached, so each entry's recorded seconds are its own work (the sweep's estimates read them)."""
-        if self.store.has(cfg):
-            return
+        """Compute what ``cfg`` reads (its fine-tune, its ranking's scores) before ``cfg`` itself."""
         for inner in nested_configs(cfg):
             if inner.kind == "finetune":
                 self.finetuned(inner)
@@ -371,10 +372,9 @@ class Study(StudyData):
     def refinetune(self, rc: RefinetuneConfig) -> dict:
         """Prune by ``rc.strategy`` at each level, re-fine-tune per seed, pick k on dev, test everywhere; see
         :func:`~headprune_core.runs.retrain.assemble` for the result (with bootstrap intervals)."""
-        if not self.store.has(rc):
-            self._inputs_first(rc)
+        def parts_first():  # each part its own entry, with its own time
             parts = refinetune_parts(self, rc)
-            for i, part in enumerate(parts):  # each part its own entry, with its own time
+            for i, part in enumerate(parts):
                 self._report(f"re-fine-tuning: {rc.strategy} {part.label} (seed {part.seed})", i, len(parts))
                 self.finetuned(part.finetune)
                 for ec in (part.dev, *part.tests.values()):
@@ -387,7 +387,7 @@ class Study(StudyData):
                 results.append((part, self.evaluation(part.dev), {lang: self.evaluation(ec)
                                                                   for lang, ec in part.tests.items()}))
             return {"result": assemble(rc, results)}
-        return self._cached(rc, compute)["result"]
+        return self._cached(rc, compute, parts_first=parts_first)["result"]
 
     def instances(self, ic: InstanceConfig) -> dict:
         """``{"maps": (examples, layers, heads) raw per-example kv_grad maps, "rows": train-split row of each}``."""

@@ -251,3 +251,26 @@ def test_plan_affinity_computes_the_gradts_maps_only(tiny_cache, monkeypatch, tm
     assert demo_maps.model == model and len(demo_maps.units) == 8
     with pytest.raises(ValueError, match="affinity: unknown GradTS plan 'nope'"):
         StudyPlan.from_dict({**plan.to_dict(), "affinity": ["nope"]})
+
+
+def test_study_data_is_the_reading_half_and_never_reaches_into_the_computing_half():
+    """The Study's inheritance is one-way by design (runs/reading.py says why): every ``self.<name>`` that
+    StudyData reads is defined by StudyData itself, never by Study; and every computation of the Study meets the
+    store through ``_cached`` (the only ``get_or_compute`` in study.py)."""
+    import ast
+    import inspect
+
+    from headprune_core.runs import reading, study
+
+    tree = ast.parse(inspect.getsource(reading.StudyData))
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "self"}
+    defined = set(vars(reading.StudyData)) | {
+        t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AnnAssign)
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        for t in ([*t.elts] if isinstance(t, ast.Tuple) else [t])
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    assert used <= defined, used - defined
+    assert not (used & (set(vars(study.Study)) - set(vars(reading.StudyData))))
+    source = inspect.getsource(study)
+    assert source.count("get_or_compute(") == 1 and "def _cached" in source
