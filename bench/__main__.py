@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         section = report.stamp(run(**kwargs), command.strip(), time.perf_counter() - start)
         report.save(section, results)
         print(report.render_section(section), flush=True)
-    out.write_text(report.render(report.load_all(results, list(SECTIONS)), HEADER))
+    kept = out.read_text(encoding="utf-8") if out.is_file() else ""
+    out.write_text(report.render(report.load_all(results, list(SECTIONS)), HEADER, kept=kept), encoding="utf-8")
     print(f"wrote {out}")
     return 0
 
