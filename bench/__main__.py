@@ -32,9 +32,15 @@ MODULES = {"panel": "pruning"}
 RUNNERS = {"panel": "panel_estimators"}
 HEADER = """# headprune benchmarks
 
-Written by `python -m bench` (each section says which command measured it and when). Times are medians of
-interleaved repeats on the machine named in each section; ratios compare runs made side by side in one process.
-Goals are the ones of issue 13; a goal not met is marked **no** and explained in the notes.
+Every measured figure of headprune lives here, with the command that measured it: the README and docs/ link here,
+or quote a figure through a marker that `tests/unit/test_docs_figures.py` checks against this file.
+
+The sections `python -m bench` writes say which command measured them and when. Times are medians of interleaved
+repeats on the machine named in each section; ratios compare runs made side by side in one process. A goal not met
+is marked **no** and explained in the notes. Parts measured by hand (a `###` subsection, or a `##` section after
+the written ones) say how and when; `python -m bench` keeps them when it writes this file. A figure other pages
+quote is marked `<!--fig NAME-->` just before its value (a goal of a written section is quoted as
+`<!--fig SECTION: GOAL-->`).
 """
 
 
