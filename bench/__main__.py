@@ -2,16 +2,15 @@
 
     python -m bench                      # every section; writes bench/results/*.json and bench/RESULTS.md
     python -m bench --only pruning       # one section again (the others keep their last measurement)
-    python -m bench --quick              # small sizes, every code path, under 2 minutes (CI); writes to a temp dir
+    python -m bench --quick              # small sizes, every code path (the slow test tier); writes to a temp dir
 
 Sections: scoring (gate_grad vs a bertology-style reference), masks (a new mask vs a plain forward pass; a cached
-point), pruning (latency of physically pruned models vs the FLOP limit), panel (the
-dashboard's latency estimate, former and current, repeated), demo (cold/warm demo study, dashboard
-memory and slider time in a real browser), bigdata (peak memory of registering and scoring a 500,000-sentence
-parquet corpus), classroom (N browser sessions walking the dashboard at once on one server), findings (the
-findings preset's time after the demo and the cards it decides; about 75 min). Absolute times on a shared 2-core
-machine are noisy: every section compares ratios measured in one run, interleaved, and reports medians with their
-spread.
+point), pruning (latency of physically pruned models vs the FLOP limit), panel (the dashboard's latency estimate,
+former and current, repeated), demo (cold/warm demo study, dashboard memory and slider time in a real browser),
+bigdata (peak memory of registering and scoring a 500,000-sentence parquet corpus), classroom (N browser sessions
+walking the dashboard at once on one server), findings (the findings preset's time after the demo and the cards it
+decides; the longest). RESULTS.md gives the time each section took. Absolute times on a shared 2-core machine are
+noisy: every section compares ratios measured in one run, interleaved, and reports medians with their spread.
 """
 
 from __future__ import annotations
