@@ -2,16 +2,15 @@
 
     python -m bench                      # every section; writes bench/results/*.json and bench/RESULTS.md
     python -m bench --only pruning       # one section again (the others keep their last measurement)
-    python -m bench --quick              # small sizes, every code path, under 2 minutes (CI); writes to a temp dir
+    python -m bench --quick              # small sizes, every code path (the slow test tier); writes to a temp dir
 
 Sections: scoring (gate_grad vs a bertology-style reference), masks (a new mask vs a plain forward pass; a cached
-point), pruning (latency of physically pruned models vs the FLOP limit), panel (the
-dashboard's latency estimate, former and current, repeated), demo (cold/warm demo study, dashboard
-memory and slider time in a real browser), bigdata (peak memory of registering and scoring a 500,000-sentence
-parquet corpus), classroom (N browser sessions walking the dashboard at once on one server), findings (the
-findings preset's time after the demo and the cards it decides; about 75 min). Absolute times on a shared 2-core
-machine are noisy: every section compares ratios measured in one run, interleaved, and reports medians with their
-spread.
+point), pruning (latency of physically pruned models vs the FLOP limit), panel (the dashboard's latency estimate,
+former and current, repeated), demo (cold/warm demo study, dashboard memory and slider time in a real browser),
+bigdata (peak memory of registering and scoring a 500,000-sentence parquet corpus), classroom (N browser sessions
+walking the dashboard at once on one server), findings (the findings preset's time after the demo and the cards it
+decides; the longest). RESULTS.md gives the time each section took. Absolute times on a shared 2-core machine are
+noisy: every section compares ratios measured in one run, interleaved, and reports medians with their spread.
 """
 
 from __future__ import annotations
@@ -32,9 +31,15 @@ MODULES = {"panel": "pruning"}
 RUNNERS = {"panel": "panel_estimators"}
 HEADER = """# headprune benchmarks
 
-Written by `python -m bench` (each section says which command measured it and when). Times are medians of
-interleaved repeats on the machine named in each section; ratios compare runs made side by side in one process.
-Goals are the ones of issue 13; a goal not met is marked **no** and explained in the notes.
+Every measured figure of headprune lives here, with the command that measured it: the README and docs/ link here,
+or quote a figure through a marker that `tests/unit/test_docs_figures.py` checks against this file.
+
+The sections `python -m bench` writes say which command measured them and when. Times are medians of interleaved
+repeats on the machine named in each section; ratios compare runs made side by side in one process. A goal not met
+is marked **no** and explained in the notes. Parts measured by hand (a `###` subsection, or a `##` section after
+the written ones) say how and when; `python -m bench` keeps them when it writes this file. A figure other pages
+quote is marked `<!--fig NAME-->` just before its value (a goal of a written section is quoted as
+`<!--fig SECTION: GOAL-->`).
 """
 
 
@@ -79,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         section = report.stamp(run(**kwargs), command.strip(), time.perf_counter() - start)
         report.save(section, results)
         print(report.render_section(section), flush=True)
-    out.write_text(report.render(report.load_all(results, list(SECTIONS)), HEADER))
+    kept = out.read_text(encoding="utf-8") if out.is_file() else ""
+    out.write_text(report.render(report.load_all(results, list(SECTIONS)), HEADER, kept=kept), encoding="utf-8")
     print(f"wrote {out}")
     return 0
 

@@ -25,8 +25,6 @@ from bench.demo import REPO, linked_cache, run_measured
 from bench.report import Goal, Section
 
 DECIDED = ("reproduced", "not reproduced: smaller here than the paper's", "the other way")
-BEFORE = ("Before (issue 42: each card's verdict alone, no control across the page, 99 df where a run part was set "
-          "to 0): the same preset took 2,766 s (46.1 min) and decided 8 of 17 cards (b1, b3, c, d, e2, f4, g, i).")
 
 
 def _cpus() -> int:
@@ -125,7 +123,6 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto", 
     notes = [f"Cache {cache} (empty but for the linked model and corpora); {cpus} sweep workers. "
              + ("Quick: nothing computed, the cards and the projection of an empty cache read." if quick else
                 "The demo's results first (not timed), then the findings sweep timed." + reread_note),
-             BEFORE,
              f"Page ({page['procedure']}): all claims true, P(any false not reproduced or the other way) "
              f"{100 * rates['claims_true']['any_false_against']:.1f}% (cards alone "
              f"{100 * rates['claims_true']['any_false_against_unadjusted']:.1f}%); all claims false, P(any false "

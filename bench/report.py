@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import platform
+import re
 from pathlib import Path
 
 
@@ -112,5 +113,32 @@ def render_section(s: Section) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def render(sections: list[Section], header: str) -> str:
-    return header.rstrip() + "\n\n" + "\n".join(render_section(s) for s in sections)
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """(title, text) of each ``## `` section of a Markdown file, in order (the text before the first is left out)."""
+    parts = re.split(r"^## ", text, flags=re.M)[1:]
+    return [(p.split("\n", 1)[0].strip(), "## " + p) for p in parts]
+
+
+WRITTEN = re.compile(r"\A## .*\n\nMeasured \d{4}-\d\d-\d\d \d\d:\d\d UTC with `python -m bench")
+"""The opening of a section :func:`render_section` writes (what tells it from a section measured by hand)."""
+
+
+def render(sections: list[Section], header: str, *, kept: str = "") -> str:
+    """The Markdown file: ``header``, then every section. What ``kept`` (the file as it was) holds that no
+    section writes, the parts measured by hand, stays: a ``### `` subsection of a written section after that
+    section (after the last one if its section is gone), and a ``## `` section of its own at the end, in order."""
+    titles = {s.title for s in sections}
+    tails: dict[str, str] = {}
+    hand: list[str] = []
+    for title, block in _blocks(kept):
+        if title in titles or WRITTEN.match(block):
+            at = re.search(r"^### ", block, flags=re.M)
+            if at:
+                tails[title] = block[at.start():].rstrip() + "\n"
+        else:
+            hand.append(block.rstrip() + "\n")
+    out = []
+    for s in sections:
+        out.append(render_section(s) + ("\n" + tails.pop(s.title) if s.title in tails else ""))
+    out += list(tails.values()) + hand
+    return header.rstrip() + "\n\n" + "\n".join(out)

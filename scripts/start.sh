@@ -3,15 +3,14 @@
 # compute what the pages open on (the demo study's fine-tunes, head scores and evaluations, and the task affinity
 # maps of the GradTS demo's 8 units: sweeps/demo-first.json), start the app, and compute the demo's pruning curves
 # behind it (sweeps/demo.json; the Overview and Runs pages show its progress, each curve shows as it lands).
-# Measured from a fresh clone on 2 shared CPU cores: the dashboard answered after 484 s (the 50 jobs 367 s), the
-# curves were done about 265 s later; seconds when cached.
+# Its time from a fresh clone: bench/RESULTS.md ("Cold start from a fresh clone"); seconds when cached.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 . .venv/bin/activate
 headprune prepare
-# Two single-thread jobs at a time on a local Ray cluster use 2 cores better than one 2-thread job (1.16x faster
-# here, measured). At most 4 at once: each holds a copy of the model. If Ray cannot start on this machine, the
+# Two single-thread jobs at a time on a local Ray cluster use 2 cores better than one 2-thread job (measured in
+# the same section of bench/RESULTS.md). At most 4 at once: each holds a copy of the model. If Ray cannot start on this machine, the
 # whole demo study runs one job after another before the app starts (whatever finished is cached and reused).
 CPUS=$(python -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))")
 headprune sweep sweeps/demo-first.json --cpus "$CPUS" || headprune study demo

@@ -27,8 +27,8 @@ PRESETS: dict[str, StudyPlan] = {
         eval_sentences=200,
         # curves every 12 heads in English, every 72 in the 7 target languages, random order 1 draw, plus the
         # task affinity maps of the GradTS demo's 8 units (maps only): 72 jobs. start.sh runs the 50 that are not
-        # curves before the dashboard (367 s on 2 cores, 484 s from a fresh clone) and the 22 curves behind it
-        # (257 s); the Prune page adds points and draws
+        # curves before the dashboard and the 22 curves behind it (their times: bench/RESULTS.md, "Cold start from a
+        # fresh clone"); the Prune page adds points and draws
         curve_step=12,
         target_curve_step=72,
         random_seeds=(0,),
