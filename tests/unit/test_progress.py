@@ -41,6 +41,18 @@ def test_a_titled_bar_keeps_its_title_shows_the_job_and_follows_a_growing_total(
     bar.close()
 
 
+def test_a_bar_prints_the_lines_it_is_asked_to_keep():
+    out = io.StringIO()
+    bar = TqdmProgress("sweep t", file=out, mininterval=0, lines=("retrying ",))
+    printed = []
+    bar.write = lambda line, file=None: printed.append(line)
+    bar("running: a", 0, 2)
+    bar("retrying a (attempt 2): attempt 1 lost with its node on w1", 0, 2)
+    bar("done: a", 1, 2)
+    assert printed == ["retrying a (attempt 2): attempt 1 lost with its node on w1"]
+    bar.close()
+
+
 def test_every_callback_of_the_core_is_one_progress_type():
     """Issue 44: one progress protocol. Every public function or method of the core that takes a callback named
     ``on_...`` takes ``on_progress: Progress | None``; no other callback shape is left."""

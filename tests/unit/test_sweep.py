@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from headprune_core.base.files import write_file_atomic
 from headprune_core.cli.main import main
 from headprune_core.plans.plan import plan_jobs, run_plan
 from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
@@ -350,6 +351,29 @@ def test_a_sweep_reports_each_job_in_a_line_and_a_retry_with_its_reason():
     assert job_label(job) == "running: fine-tune pos"
     job.retries.append({"attempt": 1, "node": "w1 (ab12)", "reason": "lost with its node", "lost": True})
     job.attempts = 2
-    assert job_label(job) == "retrying fine-tune pos (attempt 2 after attempt 1 lost with its node on w1 (ab12))"
+    assert job_label(job) == "retrying fine-tune pos (attempt 2): attempt 1 lost with its node on w1 (ab12)"
     job.state = "done"
     assert job_label(job) == "done: fine-tune pos"
+
+
+def test_a_running_job_writes_how_far_it_is_into_its_marker(tiny_cache, tmp_path, monkeypatch):
+    """The marker of a running job says its step and count (what a test waits on to know a fine-tune is in
+    training: an event, not a duration), and goes when the job ends."""
+    import headprune_core.plans.sweep_ray as sweep_ray
+    root, model = tiny_cache
+    store = _cache(root, tmp_path / "cache", monkeypatch)
+    graph = build_graph(SweepSpec.from_dict(_spec(model)), store=store)
+    ft = next(n for n in graph.jobs.values() if n.cfg.kind == "finetune")
+    written = []
+    monkeypatch.setattr(sweep_ray, "write_file_atomic", lambda path, text: written.append(json.loads(text)) or
+                        write_file_atomic(path, text))
+    markers = tmp_path / "m"
+    run_job({"kind": "finetune", "key": ft.cfg.key(), "config": ft.cfg.to_dict(), "what": ft.what,
+             "plan": {"model": model, "sources": {}, "finetuned": False}, "cache": str(store.root.parent),
+             "device": "cpu", "run": "r", "markers": str(markers)})
+    assert "done" not in written[0] and written[0]["key"] == ft.cfg.key()  # the marker as the job starts
+    steps = [w for w in written[1:] if w["step"].startswith("fine-tuning")]
+    trained = [w for w in steps if w["done"]]
+    assert trained and all(w["done"] <= w["total"] for w in trained)  # a step of training done, of its total
+    assert not list(markers.iterdir())  # gone when the job ended
+    assert all(s.on_progress is None for s in sweep_ray._WORKER_STUDIES.values())  # no stale marker writer
