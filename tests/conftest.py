@@ -44,3 +44,13 @@ def tiny_cache(tmp_path_factory):
     model = write_model(root / "models" / "tiny-bert")
     yield root, str(model)
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def fixture_cache(tmp_path_factory) -> dict:
+    """A complete fixture cache (model, corpora, plan, all results), built once per session through the real
+    pipeline and shared by the dashboard tests and the quick bench. Tests only add evaluations under new masks
+    to it (as the app does); use ``cache_copy`` (tests/app) to delete or break entries."""
+    from tests.helpers.fixture_cache import build_fixture_cache
+
+    return build_fixture_cache(tmp_path_factory.mktemp("hp-fixture"))

@@ -1,4 +1,4 @@
-"""Fixtures for the dashboard tests: a fixture cache built once per session through the real pipeline."""
+"""Fixtures for the dashboard tests, on the session's fixture cache (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,6 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.fixture_cache import build_fixture_cache
-
-
-@pytest.fixture(scope="session")
-def fixture_cache(tmp_path_factory) -> dict:
-    """A complete fixture cache (model, corpora, plan, all results). Tests only add evaluations under new
-    masks to it (as the app does); use ``cache_copy`` to delete or break entries."""
-    return build_fixture_cache(tmp_path_factory.mktemp("hp-fixture"))
 
 
 @pytest.fixture(scope="session")

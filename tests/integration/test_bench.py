@@ -4,6 +4,7 @@ code cannot rot), and what each must hold whatever the timing noise does holds."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +16,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory):
+def quick(tmp_path_factory, fixture_cache):
     out = tmp_path_factory.mktemp("bench")
+    env = {**os.environ, "HEADPRUNE_BENCH_FIXTURE_CACHE": str(fixture_cache["root"])}  # built once per session
     proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--results", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=1800)
+                          capture_output=True, text=True, timeout=1800, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return out, {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
 
