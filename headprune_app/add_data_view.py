@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, panels, roles
+from headprune_app import cached, captions, figures, panels, roles
 from headprune_app.page_end import end_page
 from headprune_core.base.cache import cache_root
 from headprune_core.base.files import safe_filename, write_file_atomic
@@ -24,6 +24,7 @@ from headprune_core.data.refs import load_ref, parse_ref
 from headprune_core.data.registry import registered
 from headprune_core.data.user import register
 from headprune_core.encoders.models import load_tokenizer
+from headprune_core.figures.heads import importance_heatmap
 from headprune_core.methods.importance import normalise
 from headprune_core.plans import selection as S
 from headprune_core.runs.config import FinetuneConfig
@@ -183,5 +184,5 @@ def own_importance(sel: S.Selection, task: str, lang: str) -> None:
     if panels.offer_compute(study, [(f"head scores {task}/{lang} ({sel.method})", sc)], key=f"own:{task}:{lang}",
                             note="fine-tuning and scoring take a minute or more on a CPU"):
         shown = normalise(cached.read(study, sc)["raw"], normalize=sel.normalize, minmax=sel.minmax)
-        figures.show(charts.importance_heatmap(shown), key="own_map", name=f"importance_{task}_{lang}",
+        figures.show(importance_heatmap(shown), key="own_map", name=f"importance_{task}_{lang}",
                      title=f"Head importance of {task} in {lang} ({sel.method})")

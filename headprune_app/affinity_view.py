@@ -13,10 +13,10 @@ import json
 import numpy as np
 import streamlit as st
 
-from headprune_app import affinity_charts as AC
-from headprune_app import cached, captions, computing, figures, roles
+from headprune_app import cached, captions, computing, figures, roles, tables
 from headprune_app.resident import resident
 from headprune_core.base.cache import cache_root
+from headprune_core.figures.affinity import fg_chart
 from headprune_core.multitask.affinity import gradts_map
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GradTSPlan, available_gradts_plans
@@ -44,15 +44,6 @@ def pick_plan(plan_col, method_col, *, key: str) -> GradTSPlan:
                               key=f"{key}_method", bind="query-params",
                               help="kv_grad: GradTS's key/value weight gradients; gate_grad: |d loss / d head gate|.")
     return base.restricted(method=method)
-
-
-def primary_order(primaries, names) -> list[str]:
-    """The units to offer as primary task: the plan's primaries (those with a map) first, then the others.
-
-    >>> primary_order(["pos/de"], ["pos/en", "pos/de", "name/es"])
-    ['pos/de', 'pos/en', 'name/es']
-    """
-    return [p for p in primaries if p in names] + [n for n in names if n not in primaries]
 
 
 def off_diagonal(matrix) -> dict[str, float]:
@@ -222,11 +213,11 @@ def validation_details(result: dict) -> None:
             fg = v.get("fg")
             if fg:
                 st.markdown(f"**{v['primary']}** (tau > {fg['threshold']}):")
-                figures.show(AC.fg_chart(fg), name=f"gradts_fg_{v['primary'].replace('/', '_')}",
+                figures.show(fg_chart(fg), name=f"gradts_fg_{v['primary'].replace('/', '_')}",
                              title=f"GradTS-fg: examples kept for {v['primary']}", key=f"fg:{v['primary']}")
     with st.expander("Bandit (AUTOSEM stage 1): posterior utility of each unit"):
         for v in result["validation"]:
             if v.get("bandit"):
                 st.markdown(f"**{v['primary']}**")
-                st.dataframe(AC.bandit_frame(v["bandit"]), hide_index=True)
+                st.dataframe(tables.bandit_frame(v["bandit"]), hide_index=True)
         st.caption(captions.BANDIT)

@@ -5,6 +5,10 @@ are made only when a button is clicked.
 
 Presentation mode (``?present=true`` or the sidebar's toggle) hides the sidebar and enlarges fonts, for a
 projector.
+
+The figures themselves are built by :mod:`headprune_core.figures` (the views, the report, the handout and a
+notebook draw the same ones); this module is the Streamlit side: drawing them, their export buttons, and the
+clicks on the mask grid.
 """
 
 from __future__ import annotations
@@ -13,17 +17,54 @@ import copy
 import functools
 import re
 import textwrap
+from collections.abc import Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from headprune_app import charts, exports
+from headprune_app import exports
 from headprune_core.base.files import safe_filename
 
 WIDTH = 1600  # px of a downloaded PNG (and of the SVG's canvas)
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
 CAPTION_CHARS = 150  # a caption line at 16 px across 1600 px
 PRESENT_KEY = "present"
+PNG_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def png_config(filename: str) -> dict:
+    """``st.plotly_chart`` config whose camera button saves a PNG named ``filename``."""
+    return {**PNG_CONFIG, "toImageButtonOptions": {**PNG_CONFIG["toImageButtonOptions"], "filename": filename}}
+
+
+def clicked_heads(selection) -> list[tuple[int, int]]:
+    """(layer, head) of the points in a ``st.plotly_chart`` selection state (empty if none)."""
+    try:
+        points = selection["selection"]["points"]
+    except (KeyError, TypeError):
+        return []
+    out = []
+    for p in points or []:
+        try:
+            data = p.get("customdata")
+            if isinstance(data, dict):  # Streamlit sends array customdata as {"0": layer, "1": head}
+                data = [data[k] for k in sorted(data, key=lambda k: int(k))]
+            if data is not None and len(data) >= 2:
+                out.append((int(data[0]), int(data[1])))
+            elif "x" in p and "y" in p:
+                out.append((int(round(p["y"])), int(round(p["x"]))))
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue  # a point we cannot read is ignored, never a traceback
+    return out
+
+
+def toggle(mask: np.ndarray, heads: Sequence[tuple[int, int]]) -> np.ndarray:
+    """A copy of ``mask`` with each (layer, head) flipped between kept (1) and pruned (0)."""
+    out = np.array(mask, dtype=np.float32, copy=True)
+    for layer, head in heads:
+        out[layer, head] = 0.0 if out[layer, head] else 1.0
+    return out
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,7 +168,7 @@ def show(fig: go.Figure, *, name: str, title: str, caption: str = "", key: str, 
     if presenting():
         fig = go.Figure(fig)  # a copy: the figure may be shared by every session (findings_view.chart)
         fig.update_layout(font={"size": 18})
-    event = st.plotly_chart(fig, config=charts.png_config(name), key=key, **kwargs)
+    event = st.plotly_chart(fig, config=png_config(name), key=key, **kwargs)
     if caption and show_caption:
         st.caption(caption)
     problem = export_problem()

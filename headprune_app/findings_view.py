@@ -14,6 +14,7 @@ import streamlit as st
 
 from headprune_app import cached, captions, computing, exports, figures, nav, roles
 from headprune_app.resident import resident
+from headprune_core.figures.cards import PAGE_CAPTION, card_figure, page_figure
 from headprune_core.findings.cards import (
     INCONCLUSIVE,
     MISSING,
@@ -28,18 +29,10 @@ from headprune_core.findings.cards import (
 from headprune_core.findings.page import page_control
 from headprune_core.findings.plan import findings_plan
 from headprune_core.findings.quote import card_ids, fill
-from headprune_core.findings.report import (
-    PAGE_CAPTION,
-    card_figure,
-    page_figure,
-    page_text,
-    report_html,
-    report_markdown,
-    report_title,
-    summary_rows,
-)
+from headprune_core.findings.report import page_text, report_markdown, report_title, summary_rows
 from headprune_core.plans import selection as S
 from headprune_core.plans.presets import find_plan
+from headprune_core.reports.report import report_html
 from headprune_core.runs.estimate import describe_estimate
 
 SIGNATURE_S = 1.0  # how stale the page's view of which results are cached may be (a new result shows within it)
@@ -188,14 +181,13 @@ def missing_jobs(f: Findings) -> list:
 
 
 def chart(of, build) -> go.Figure | None:
-    """The chart of ``of`` (a held card, or the held list of cards) from ``build(of)`` (a figure's dict or
-    None), built once per object for all sessions (plotly's validation of a figure costs about 0.1 s). Shared:
-    a caller that changes it draws a copy (:func:`figures.show` does when presenting)."""
+    """The chart of ``of`` (a held card, or the held list of cards) from ``build(of)`` (a figure or None), built
+    once per object for all sessions (plotly's validation of a figure costs about 0.1 s). Shared: a caller that
+    changes it draws a copy (:func:`figures.show` does when presenting)."""
     shared = _shared()
     held = shared.charts.get(id(of))
     if held is None or held[0] is not of:
-        spec = build(of)
-        held = shared.charts[id(of)] = (of, go.Figure(spec) if spec is not None else None)
+        held = shared.charts[id(of)] = (of, build(of))
     return held[1]
 
 

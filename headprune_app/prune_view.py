@@ -10,11 +10,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from headprune_app import cached, captions, charts, exports, figures, links, panels, roles, state
+from headprune_app import cached, captions, exports, figures, links, panels, roles, state
 from headprune_app.page_end import end_page
 from headprune_core.base.choices import LAYER_PARTS
 from headprune_core.base.choices import STRATEGIES as CORE_STRATEGIES
 from headprune_core.base.files import safe_filename
+from headprune_core.figures.curves import curves_chart
+from headprune_core.figures.heads import mask_grid as mask_figure
 from headprune_core.methods.uncertainty import describe_ci, describe_diff, diff_text, paired_bootstrap
 from headprune_core.plans import selection as S
 from headprune_core.runs.config import l0_pairs
@@ -204,12 +206,12 @@ def mask_grid(mask: np.ndarray, ranking) -> None:
     """The mask as a grid of heads. A click toggles that head: the page reruns with a custom mask that starts
     from this one (applied by :func:`apply_grid_click`)."""
     ss = st.session_state
-    event = figures.show(charts.mask_grid(mask, ranking), name="mask", title="The mask: kept and pruned heads",
+    event = figures.show(mask_figure(mask, ranking), name="mask", title="The mask: kept and pruned heads",
                          key=f"grid:{ss.get('grid_version', 0)}", on_select="rerun", selection_mode="points")
-    clicked = charts.clicked_heads(event)
+    clicked = figures.clicked_heads(event)
     if clicked:
         ss["_pending_strategy"] = "custom"
-        ss["_pending_custom_heads"] = list(state.pruned_heads(charts.toggle(mask, clicked)))
+        ss["_pending_custom_heads"] = list(state.pruned_heads(figures.toggle(mask, clicked)))
         ss["grid_version"] = ss.get("grid_version", 0) + 1  # a new chart: its selection is spent
         st.rerun()
     st.caption(captions.GRID)
@@ -219,7 +221,7 @@ def curves_panel(study, sel: S.Selection, p: Params, k: int, now: dict) -> None:
     """Every cached curve of this language with the current mask on it; offers the curve of the strategy shown
     when it is not cached."""
     curves, configs = cached.curves(study, sel, sel.lang)
-    figures.show(charts.curves_chart(curves, current_k=k, current_score=now["score"], metric=now["metric"]),
+    figures.show(curves_chart(curves, current_k=k, current_score=now["score"], metric=now["metric"]),
                  name=f"curves_{sel.task}_{sel.lang}", key="curves",
                  title=f"{S.task_label(sel.task)} in {S.lang_label(sel.lang)}: the metric as heads are pruned",
                  caption=f"{sel.model}; the marker is the current mask ({k} heads pruned).")

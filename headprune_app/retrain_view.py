@@ -76,7 +76,7 @@ def levels_table(res: dict, langs) -> pd.DataFrame:
 
 
 def thirds_rows(res: dict, langs) -> list[dict]:
-    """Relative changes per language and third (for ``charts.thirds_chart``)."""
+    """Relative changes per language and third (for ``headprune_core.figures.curves.thirds_chart``)."""
     rows = []
     for lang in langs:
         t = res["test"][lang]

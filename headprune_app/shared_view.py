@@ -1,7 +1,7 @@
 """The Shared heads page's panels: the top sets of several head maps (how many maps claim each head, which heads
 most, how much two top sets overlap) and the stem-cell analysis of learned pruning beside gradient top sets of
 the same size. The numbers are the core's (``multitask.affinity.shared_heads``, ``multitask.stemcells``); the
-plain helpers here only arrange them for the charts of :mod:`headprune_app.affinity_charts`.
+plain helpers here only arrange them for the figures of :mod:`headprune_core.figures.affinity`.
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from headprune_app import affinity_charts as AC
-from headprune_app import affinity_view, captions, figures
+from headprune_app import affinity_view, captions, figures, tables
 from headprune_app.state import Head
+from headprune_core.figures.affinity import count_heatmap, jaccard_heatmap
+from headprune_core.methods.similarity import chance_jaccard
 
 
 def top_set_size(n_heads: int, top_p: float) -> int:
@@ -33,6 +34,16 @@ def owners(shape: tuple[int, int], sets: dict[str, set[Head]]) -> dict[Head, lis
             for layer in range(shape[0]) for h in range(shape[1])}
 
 
+def owners_of(heads) -> dict[Head, list[str]]:
+    """(layer, head) -> the maps that claim it, from ``shared_heads(...)["heads"]`` (rows of layer, head, count,
+    maps).
+
+    >>> owners_of([(0, 1, 2, ["a", "b"])])
+    {(0, 1): ['a', 'b']}
+    """
+    return {(int(layer), int(h)): list(o) for layer, h, _, o in heads}
+
+
 def kept_sets(kept: dict[str, list]) -> dict[str, set[Head]]:
     """The heads each unit keeps, from its (layers, heads) 0/1 kept mask."""
     return {u: {(int(layer), int(h)) for layer, h in zip(*np.nonzero(np.asarray(m)))} for u, m in kept.items()}
@@ -52,15 +63,15 @@ def top_sets(shared: dict, *, what: str, top_p: int) -> None:
     left, right = charts_row.columns([3, 2])
     with left:
         st.subheader(f"How many {what} claim each head")
-        figures.show(AC.count_heatmap(count, AC.owners_of(shared["heads"]), n_maps=n_maps), key="count_map",
+        figures.show(count_heatmap(count, owners_of(shared["heads"]), n_maps=n_maps), key="count_map",
                      name=f"shared_heads_{what}_top{top_p}", title=f"How many {what} claim each head",
                      caption=captions.count_caption(what, top_p, k, n_maps, n_heads))
     with right:
         st.subheader("Most-claimed heads")
-        st.dataframe(AC.claimed_table(shared["heads"], n_maps), hide_index=True, height=440)
+        st.dataframe(tables.claimed_table(shared["heads"], n_maps), hide_index=True, height=440)
     st.subheader("Overlap of the top sets (Jaccard)")
-    chance = AC.chance_jaccard(n_heads, k)
-    figures.show(AC.jaccard_heatmap(shared["names"], shared["jaccard"], chance=chance), key="jaccard",
+    chance = chance_jaccard(n_heads, k)
+    figures.show(jaccard_heatmap(shared["names"], shared["jaccard"], chance=chance), key="jaccard",
                  name=f"shared_heads_{what}_jaccard", title="Overlap of the top sets (Jaccard)",
                  caption=captions.jaccard_caption(affinity_view.off_diagonal(shared["jaccard"])["mean"], k, n_heads,
                                                   chance))
@@ -85,26 +96,26 @@ def stem_cells(summary: dict, *, target: float) -> None:
     with left:
         st.subheader("Learned pruning keeps")
         learned = owners(count.shape, kept_sets({u: summary["kept"][u] for u in units}))
-        figures.show(AC.count_heatmap(count, learned, n_maps=n_units), key="learned_count",
+        figures.show(count_heatmap(count, learned, n_maps=n_units), key="learned_count",
                      name=f"stem_cells_learned_{name}", title="Learned pruning keeps", show_caption=False,
                      caption=captions.stem_count_caption(n_units, share, kept_k, chance, majority))
     with right:
         st.subheader(f"Gradient top {kept_k} heads")
         gradient = owners(count.shape, {u: {tuple(h) for h in summary["gradient_sets"][u]} for u in units})
-        figures.show(AC.count_heatmap(np.asarray(summary["gradient_count"]), gradient, n_maps=n_units),
+        figures.show(count_heatmap(np.asarray(summary["gradient_count"]), gradient, n_maps=n_units),
                      key="gradient_count", name=f"stem_cells_gradient_{name}", title=f"Gradient top {kept_k} heads",
                      show_caption=False, caption=captions.stem_count_caption(n_units, share, kept_k, chance, majority))
     st.caption(captions.stem_count_caption(n_units, share, kept_k, chance, majority))
-    st.dataframe(AC.stem_table(summary), hide_index=True)
+    st.dataframe(tables.stem_table(summary), hide_index=True)
     st.caption(captions.STEM_TABLE)
     c1, c2 = st.columns([3, 2])
     with c1:
-        figures.show(AC.jaccard_heatmap(units, np.asarray(summary["jaccard"]),
-                                        chance=AC.chance_jaccard(count.size, kept_k)), key="learned_jaccard",
+        figures.show(jaccard_heatmap(units, np.asarray(summary["jaccard"]),
+                                     chance=chance_jaccard(count.size, kept_k)), key="learned_jaccard",
                      name=f"stem_cells_jaccard_{name}", title="Learned kept sets: overlap (Jaccard)",
                      caption=captions.STEM_JACCARD)
     with c2:
         multi = np.asarray(summary["multi_kept"])
-        figures.show(AC.count_heatmap(multi.astype(int), {}, n_maps=1), key="multi_kept",
+        figures.show(count_heatmap(multi.astype(int), {}, n_maps=1), key="multi_kept",
                      name=f"stem_cells_multitask_{name}", title="Heads the multi-task run keeps",
                      caption=captions.multi_kept_caption(summary["multi_kept_n"], multi.size))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, computing, figures, panels, roles
+from headprune_app import cached, captions, computing, figures, panels, roles, tables
 from headprune_core.plans import selection as S
 from headprune_core.plans.sweep_record import running_sweeps
 
@@ -40,13 +40,13 @@ figures.aside(about).caption(captions.overview_status(sel.plan.name, S.task_labe
 rows = panels.guarded(computing.plan_status, study, sel.study_plan(), what="Cannot list the study's results")
 done = sum(r["status"] == "ok" for r in rows)
 counts, table = figures.figure_first()
-table.dataframe(charts.status_matrix(rows), hide_index=True)
+table.dataframe(tables.status_matrix(rows), hide_index=True)
 c1, c2, c3 = counts.columns(3)
 c1.metric("results cached", f"{done} of {len(rows)}")
 c2.metric("missing", sum(r["status"] == "missing" for r in rows))
 c3.metric("corrupt", sum(r["status"] == "corrupt" for r in rows))
 with st.expander("Every result of the plan"):
-    st.dataframe(charts.plan_table(rows), hide_index=True)
+    st.dataframe(tables.plan_table(rows), hide_index=True)
 todo = [r for r in rows if r["status"] != "ok"]
 if todo:
     if roles.owner_button(f"Compute the {len(todo)} missing result(s)", type="primary", key="compute_missing",

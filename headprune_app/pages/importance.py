@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, panels
+from headprune_app import cached, captions, figures, panels, tables
 from headprune_app.page_end import end_page
 from headprune_core.base.files import safe_filename
+from headprune_core.figures.heads import importance_heatmap, layer_profile, small_multiples, spearman_heatmap
 from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
@@ -30,31 +31,31 @@ lang = sel.lang if sel.lang in maps else next(iter(maps))
 left, right = st.columns([3, 2])
 with left:
     st.subheader(f"{S.lang_label(lang)}")
-    figures.show(charts.importance_heatmap(maps[lang], zmin=zmin, zmax=zmax), key="focus_map",
+    figures.show(importance_heatmap(maps[lang], zmin=zmin, zmax=zmax), key="focus_map",
                  name=f"importance_{sel.task}_{lang}_{sel.method}",
                  title=f"Head importance: {S.task_label(sel.task)} in {S.lang_label(lang)}",
                  caption=f"{sel.model}; {sel.method}, {sel.normalize}; layer 0 at the bottom.")
 with right:
     st.subheader("Top heads")
-    st.dataframe(charts.top_heads(maps, lang), hide_index=True, height=420)
+    st.dataframe(tables.top_heads(maps, lang), hide_index=True, height=420)
 
-table = charts.importance_table(maps, raws)
+table = tables.importance_table(maps, raws)
 st.download_button("Download all maps (CSV)", table.to_csv(index=False).encode(), key="csv",
                    file_name=safe_filename(f"importance_{sel.task}_{sel.method}_{sel.normalize}.csv"), mime="text/csv")
 
 if len(maps) > 1:
     st.subheader("All languages (one colour scale)")
-    figures.show(charts.small_multiples(maps, zmin=zmin, zmax=zmax), name=f"importance_{sel.task}_all",
+    figures.show(small_multiples(maps, zmin=zmin, zmax=zmax), name=f"importance_{sel.task}_all",
                  key="multiples", title=f"Head importance of {S.task_label(sel.task)} in every language",
                  caption=f"{sel.model}; {sel.method}, {sel.normalize}; one colour scale.")
     a, b = st.columns(2)
     with a:
         st.subheader("Do the languages rank heads alike?")
         names, rho, band = cached.spearman(maps)
-        figures.show(charts.spearman_heatmap(names, rho, band=band), name=f"spearman_{sel.task}", key="spearman",
+        figures.show(spearman_heatmap(names, rho, band=band), name=f"spearman_{sel.task}", key="spearman",
                      title="Do the languages rank heads alike? (Spearman)",
                      caption=captions.spearman_caption(maps[lang].size, band))
     with b:
         st.subheader("Where in the stack?")
-        figures.show(charts.layer_profile(raws), name=f"layers_{sel.task}", key="profile",
+        figures.show(layer_profile(raws), name=f"layers_{sel.task}", key="profile",
                      title="Where in the stack?", caption=captions.LAYER_PROFILE)

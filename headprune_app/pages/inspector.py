@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, panels, state
+from headprune_app import cached, captions, figures, panels, state, tables
 from headprune_app.page_end import end_page
 from headprune_core.encoders.inspector import MAX_CHARS, bounded_words
+from headprune_core.figures.heads import attention_heatmap
 from headprune_core.plans import selection as S
 
 sel: S.Selection = cached.selection()
@@ -45,7 +46,7 @@ masked = None
 if mask is not None:
     masked = panels.guarded(cached.tag, study, ft, sel.task, words, mask, what="Cannot tag the sentence now")
 if full["kind"] == "token":
-    table = charts.tag_table(words, full, masked)
+    table = tables.tag_table(words, full, masked)
     st.dataframe(table, hide_index=True)
     if masked is not None:
         st.caption(f"{int(table['changed'].sum())} of {len(words)} labels change when the masked heads are "
@@ -65,6 +66,6 @@ if mask is not None and mask[layer, head] == 0:
     st.caption(captions.pruned_head_note(layer, head))
 pieces, att = panels.guarded(cached.attention, study, ft, words, layer, head,
                              mask if gated and mask is not None else None, what="Cannot show the attention now")
-figures.show(charts.attention_heatmap(pieces, att, title=f"layer {layer}, head {head}"), key="attention",
+figures.show(attention_heatmap(pieces, att, title=f"layer {layer}, head {head}"), key="attention",
              name=f"attention_{state.head_label((layer, head))}", title=f"Attention of layer {layer}, head {head}",
              caption=captions.ATTENTION)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, figures, links, panels, state
+from headprune_app import cached, captions, figures, links, panels, state, tables
 from headprune_app import prune_view as V
 from headprune_app.page_end import end_page
 from headprune_core.methods.uncertainty import describe_ci, describe_diff
@@ -57,7 +57,7 @@ with right:
     V.curves_panel(study, sel, params, k, now)
 
 st.subheader("Report under this mask")
-st.dataframe(charts.report_table(now, base), hide_index=True)
+st.dataframe(tables.report_table(now, base), hide_index=True)
 
 st.subheader("Physically pruned model")
 V.measure_panel(study, sel, ft, mask)

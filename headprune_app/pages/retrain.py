@@ -3,9 +3,10 @@ language against the unpruned model, with intervals."""
 
 import streamlit as st
 
-from headprune_app import cached, captions, charts, computing, figures, panels, retrain_view, roles
+from headprune_app import cached, captions, computing, figures, panels, retrain_view, roles
 from headprune_app.page_end import end_page
 from headprune_core.base.choices import RETRAIN_STRATEGIES
+from headprune_core.figures.curves import retrain_chart, thirds_chart
 from headprune_core.plans import selection as S
 from headprune_core.runs.jobs import study_jobs
 
@@ -28,12 +29,12 @@ if found:
     langs = [lang for lang in sel.langs if lang in res["test"]] or list(res["test"])
     with figures.aside(about):
         st.markdown(retrain_view.picked_text(res))
-    figures.show(charts.retrain_chart(res, langs=langs), key="retrain_chart",
+    figures.show(retrain_chart(res, langs=langs), key="retrain_chart",
                  name=f"retrain_{sel.task}_{res['strategy']}", title=f"Prune, then retrain: {pick}",
                  caption=captions.retrain_caption(res["dev_lang"]))
     if res["strategy"] == "layers":
         st.subheader("Which third hurts which language (Budhraja et al. 2021)")
-        figures.show(charts.thirds_chart(retrain_view.thirds_rows(res, langs)), key="thirds_chart",
+        figures.show(thirds_chart(retrain_view.thirds_rows(res, langs)), key="thirds_chart",
                      name=f"thirds_{sel.task}", title="Which third hurts which language (Budhraja et al. 2021)",
                      caption=captions.THIRDS)
     else:

@@ -3,13 +3,13 @@ and whether training with them helped (multi-task runs)."""
 
 import streamlit as st
 
-from headprune_app import affinity_charts as AC
 from headprune_app import affinity_view as V
-from headprune_app import captions, figures, links, panels
+from headprune_app import captions, figures, links, panels, tables
 from headprune_app.page_end import end_page
 from headprune_core.base.files import safe_filename
+from headprune_core.figures.affinity import affinity_heatmap, ranking_chart, validation_chart
 from headprune_core.methods.similarity import correlation_matrix
-from headprune_core.multitask.affinity import rank_auxiliary, select_threshold
+from headprune_core.multitask.affinity import primary_order, rank_auxiliary, select_threshold
 from headprune_core.multitask.gradts import validation_table
 
 about = figures.heading("Task affinity (GradTS)")
@@ -41,7 +41,7 @@ names, matrix = correlation_matrix(maps, kind="kendall" if kind.startswith("Kend
 res = V.result(gts)
 left, right = st.columns([3, 2])
 with right:
-    primary = st.selectbox("Primary task", V.primary_order(gts.primaries, names), key="primary", bind="query-params",
+    primary = st.selectbox("Primary task", primary_order(gts.primaries, names), key="primary", bind="query-params",
                            help="The task to improve; the others are candidate auxiliary tasks.")
     threshold = st.slider(f"Threshold ({kind.split()[-1]})", -1.0, 1.0, float(plan.threshold), 0.01,
                           key="threshold", bind="query-params",
@@ -50,12 +50,12 @@ with right:
     chosen = select_threshold(ranking, threshold)
     validated = V.validated(res, primary)
     trial = validated["trial"]["selected"] if validated else None
-    figures.show(AC.ranking_chart(ranking, threshold=threshold, selected=chosen, trial=trial or [], kind=kind),
+    figures.show(ranking_chart(ranking, threshold=threshold, selected=chosen, trial=trial or [], kind=kind),
                  name=f"gradts_ranking_{primary.replace('/', '_')}", key="ranking",
                  title=f"Auxiliary tasks for {primary}, ranked by {kind}")
     st.markdown(captions.selection_text(threshold, chosen, len(ranking), trial))
 with left:
-    figures.show(AC.affinity_heatmap(names, matrix, primary=primary, selected=chosen, kind=kind),
+    figures.show(affinity_heatmap(names, matrix, primary=primary, selected=chosen, kind=kind),
                  name=f"gradts_{method}_affinity", key="tau_heatmap", title=f"Task affinity ({kind}, {method} maps)",
                  caption=captions.affinity_caption(kind, method, V.off_diagonal(matrix)))
 
@@ -68,9 +68,9 @@ if res is None:
     end_page()
 result = res["result"]
 table = validation_table(result)
-figures.show(AC.validation_chart(table), name=f"gradts_{plan.name}_validation", key="validation",
+figures.show(validation_chart(table), name=f"gradts_{plan.name}_validation", key="validation",
              title=f"Training {primary} with each selection (test metric)", caption=captions.validation_caption(plan))
-frame = AC.validation_frame(table)
+frame = tables.validation_frame(table)
 st.dataframe(frame, hide_index=True)
 st.caption(captions.VALIDATION_TABLE)
 st.download_button("Download the validation table (CSV)", frame.to_csv(index=False).encode(),

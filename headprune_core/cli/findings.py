@@ -13,7 +13,7 @@ from headprune_core.findings.cards import Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
 from headprune_core.findings.page import page_control
 from headprune_core.findings.plan import findings_plan
-from headprune_core.findings.report import calibration_line, page_text, report_title, summary_rows, write_report
+from headprune_core.findings.report import calibration_line, page_text, report_title, summary_rows
 from headprune_core.plans.presets import find_plan
 
 
@@ -177,6 +177,7 @@ def cmd_report(args) -> int:
     found = _findings(args)
     title, intro = report_title(found)
     from headprune_core.findings.staged import read_staged
+    from headprune_core.reports.report import write_report  # here: it draws with plotly, which findings never need
     cards = read_staged(found.study, found.plan, draws=found.draws, first=found).cards
     out = write_report(cards, args.out or f"findings.{args.format}", fmt=args.format, title=title,
                        intro=intro)
@@ -186,8 +187,8 @@ def cmd_report(args) -> int:
 
 def _lesson_handout(args) -> int:
     """``headprune report lesson NAME``: the lesson's handout (HTML: each step's notes and figure, offline)."""
-    from headprune_core.findings.handout import write_handout
     from headprune_core.plans.lessons import available
+    from headprune_core.reports.handout import write_handout  # here: it draws with plotly, as the report does
 
     found, problems = available()
     if not args.plan or args.plan not in found:

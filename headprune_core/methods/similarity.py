@@ -89,6 +89,18 @@ def jaccard_matrix(sets: Sequence[set]) -> np.ndarray:
     return out
 
 
+def chance_jaccard(n_heads: int, k: int) -> float:
+    """Expected Jaccard overlap of two independent random k-subsets of n heads (approximately k / (2n - k)).
+
+    >>> round(chance_jaccard(144, 14), 3)
+    0.051
+    """
+    if n_heads <= 0 or k <= 0:
+        return 0.0
+    inter = k * k / n_heads
+    return inter / (2 * k - inter)
+
+
 def cluster_order(matrix: np.ndarray) -> list[int]:
     """Row order that puts similar rows together (average-linkage on 1 - similarity) for heatmaps."""
     n = len(matrix)

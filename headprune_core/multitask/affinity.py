@@ -34,6 +34,16 @@ def rank_auxiliary(names: Sequence[str], tau: np.ndarray, primary: str) -> list[
     return sorted(pairs, key=lambda p: (-p[1], p[0]))
 
 
+def primary_order(primaries, names) -> list[str]:
+    """The units to offer as primary task: the plan's primaries (those with a map) first, then the others (the
+    Task affinity page's choices and, the first, its default; the handout's too).
+
+    >>> primary_order(["pos/de"], ["pos/en", "pos/de", "name/es"])
+    ['pos/de', 'pos/en', 'name/es']
+    """
+    return [p for p in primaries if p in names] + [n for n in names if n not in primaries]
+
+
 def select_threshold(ranking: Sequence[tuple[str, float]], threshold: float) -> list[str]:
     """GradTS-thres: every auxiliary task whose tau with the primary is above ``threshold``."""
     return [name for name, tau in ranking if tau > threshold]

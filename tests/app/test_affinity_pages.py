@@ -7,14 +7,13 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GradTSPlan
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
-from tests.helpers.app import REPO, TIMEOUT, copy_cache
+from tests.helpers.app import REPO, TIMEOUT, copy_cache, plotly_array
 
 AFFINITY = str(REPO / "headprune_app" / "pages" / "task_affinity.py")
 SHARED = str(REPO / "headprune_app" / "pages" / "shared_heads.py")
@@ -202,16 +201,6 @@ def test_unprepared_corpora_are_an_error_with_an_offer_not_a_traceback(fixture_c
         assert at.button(key="prepare_all")  # the dashboard's offer to prepare the embedded data
 
 
-def _z(trace: dict) -> np.ndarray:
-    """A heatmap trace's z, also when Plotly sent it as typed binary data."""
-    z = trace["z"]
-    if isinstance(z, dict) and "bdata" in z:
-        import base64
-        shape = tuple(int(v) for v in z["shape"].split(","))
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
-    return np.asarray(z)
-
-
 @pytest.mark.slow  # learned pruning of 5 units and of their multi-task run: about 2 minutes
 def test_shared_heads_offers_learned_pruning_then_shows_stem_cells_beside_gradient_heads(gradts_cache, monkeypatch,
                                                                                        tmp_path):
@@ -226,10 +215,10 @@ def test_shared_heads_offers_learned_pruning_then_shows_stem_cells_beside_gradie
     learned, gradient = specs(at)[2]["data"][0], specs(at)[3]["data"][0]
     n = len(gradts_cache["plan"].units)
     assert learned["zmax"] == gradient["zmax"] == n
-    z = _z(learned)
+    z = plotly_array(learned["z"])
     kept = int(z.sum())
     assert kept == n * z.size // 2  # each task keeps half of the heads
-    assert int(_z(gradient).sum()) == kept  # gradient top sets of the same size
+    assert int(plotly_array(gradient["z"]).sum()) == kept  # gradient top sets of the same size
     stem = next(d.value for d in at.dataframe if "heads kept" in d.value.columns)
     assert list(stem["task"]) == list(gradts_cache["plan"].units) and (stem["heads kept"] == kept // n).all()
     assert all("chance 50%" in v for v in stem["also gradient top"])

@@ -124,7 +124,7 @@ def test_findings_report_opens_from_disk_offline(tmp_path):
     results draws its interactive chart, and the page's chart of every card opens it (plotly.js travels inside the
     file)."""
     pytest.importorskip("playwright", reason="playwright is not installed (pip install playwright==1.65.2)")
-    from headprune_core.findings.report import write_report
+    from headprune_core.reports.report import write_report
     from tests.helpers.findings_cards import constructed_cards
 
     cards = constructed_cards()

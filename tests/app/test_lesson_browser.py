@@ -68,8 +68,8 @@ def test_the_shipped_lesson_walks_end_to_end(fixture_cache):
 
 def test_a_lessons_handout_opens_from_disk_offline(fixture_cache, tmp_path, monkeypatch):
     pytest.importorskip("playwright", reason="playwright is not installed (pip install playwright==1.65.2)")
-    from headprune_core.findings.handout import write_handout
     from headprune_core.plans.lessons import parse
+    from headprune_core.reports.handout import write_handout
 
     monkeypatch.setenv("HEADPRUNE_CACHE", str(fixture_cache["root"]))
     lesson = parse("---\ntitle: Offline\nplan: fixture\n---\n\n## Heads\nview: importance?lang=de\n\nLook.\n\n"

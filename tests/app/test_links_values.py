@@ -83,7 +83,7 @@ def test_a_handout_reads_a_link_as_the_sidebar_does(fixture_cache, tmp_path, mon
     handout's selection equals the one the dashboard shows."""
     from dataclasses import replace
 
-    from headprune_core.findings.handout import view_selection
+    from headprune_core.reports.handout import view_selection
     cache = tmp_path / "cache"
     cache.mkdir()
     for part in ("runs", "corpora", "models"):

@@ -11,15 +11,16 @@ import pytest
 
 from headprune_app import (
     add_data_view,
-    affinity_charts,
     affinity_view,
     captions,
-    charts,
     prune_view,
     retrain_view,
     runs_view,
     shared_view,
+    tables,
 )
+from headprune_core.figures.affinity import validation_chart
+from headprune_core.multitask.affinity import primary_order
 
 
 def test_levels_and_seeds_are_typed_as_comma_separated_whole_numbers():
@@ -40,7 +41,7 @@ def test_upload_options_as_the_core_takes_them():
 
 
 def test_primaries_first_and_off_diagonal_statistics():
-    assert affinity_view.primary_order(["pos/de", "gone/xx"], ["pos/en", "pos/de"]) == ["pos/de", "pos/en"]
+    assert primary_order(["pos/de", "gone/xx"], ["pos/en", "pos/de"]) == ["pos/de", "pos/en"]
     off = affinity_view.off_diagonal(np.array([[1.0, 0.2, -0.4], [0.2, 1.0, 0.8], [-0.4, 0.8, 1.0]]))
     assert off == pytest.approx({"min": -0.4, "mean": 0.2, "max": 0.8})
     with pytest.raises(ValueError):
@@ -91,11 +92,11 @@ def test_a_launched_study_with_fewer_sentences_is_a_plan_of_its_own():
 
 def test_tag_table_marks_the_words_a_mask_changes():
     full = {"labels": ["NOUN", "VERB"], "probs": [0.91234, None]}
-    table = charts.tag_table(["dog", "runs"], full)
+    table = tables.tag_table(["dog", "runs"], full)
     assert list(table.columns) == ["word", "full model", "confidence"] and table["confidence"][0] == 0.912
-    table = charts.tag_table(["dog", "runs"], full, {"labels": ["NOUN", "NOUN"]})
+    table = tables.tag_table(["dog", "runs"], full, {"labels": ["NOUN", "NOUN"]})
     assert table["changed"].tolist() == [False, True] and table["with mask"].tolist() == ["NOUN", "NOUN"]
-    plan = charts.plan_table([{"job": "fine-tune", "kind": "finetune", "status": "ok", "lang": None}])
+    plan = tables.plan_table([{"job": "fine-tune", "kind": "finetune", "status": "ok", "lang": None}])
     assert plan.to_dict("records") == [{"result": "fine-tune", "kind": "finetune", "status": "ok"}]
 
 
@@ -117,9 +118,9 @@ def test_affinity_tables_write_intervals_one_way():
             "low": 95.2, "high": 96.9, "min": 95.8, "max": 96.4, "values": [95.8, 96.4], "vs_alone": d,
             "dev": 95.0, "aux": ["pos/en"], "examples": {}, "selection_seconds": 3.0, "train_seconds": 10.0,
             "train_min": 9.0, "train_max": 11.0, "total_seconds": 13.0}
-    row = affinity_charts.validation_frame([line]).iloc[0]
+    row = tables.validation_frame([line]).iloc[0]
     assert row["95% CI"] == "96.1 [95.2, 96.9]" and row["vs alone"] == "+1.2 [+0.2, +2.6] *"
-    hover = affinity_charts.validation_chart([line]).data[0].hovertemplate
+    hover = validation_chart([line]).data[0].hovertemplate
     assert "test accuracy 96.12 [95.20, 96.90] over 2 seed(s)" in hover and "vs alone +1.23 [+0.20, +2.60] *" in hover
     r = {"score": 90.0, "low": 89.0, "high": 91.0}
     summary = {"per_task": [{"unit": "pos/en", "metric": "accuracy", "kept": 6, "overlap_gradient": 0.5,
@@ -127,7 +128,7 @@ def test_affinity_tables_write_intervals_one_way():
                              "multi_vs_single": {**d, "diff": -0.4, "low": -1.0, "high": 0.3,
                                                  "distinguishable": False},
                              "jaccard_multi": 0.333}]}
-    stem = affinity_charts.stem_table(summary).iloc[0]
+    stem = tables.stem_table(summary).iloc[0]
     assert all(re.fullmatch(INTERVAL, stem[c]) for c in ("alone, all heads", "alone, learned pruning",
                                                            "multi-task, learned pruning"))
     assert stem["multi - alone (learned)"] == "-0.4 [-1.0, +0.3]" and re.fullmatch(DIFF, row["vs alone"])

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from headprune_core.plans.plan import plan_jobs
 from headprune_core.runs.study import Study
@@ -43,6 +46,15 @@ def plotly_charts(at) -> list:
     return at.get("plotly_chart")
 
 
+def plotly_array(value) -> np.ndarray:
+    """An array of a figure's JSON (a chart's spec, a handout's figure), also where Plotly wrote it as typed
+    binary data (``{"dtype", "bdata", "shape"}``: how plotly 6 and later write numpy arrays)."""
+    if isinstance(value, dict) and "bdata" in value:
+        shape = tuple(int(v) for v in value.get("shape", "-1").split(","))
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"])).reshape(shape)
+    return np.asarray(value)
+
+
 def shown_numbers(at) -> dict:
     """What a page shows in numbers: its metrics, tables (Markdown ones too) and charts' data (to compare two
     caches' pages)."""
@@ -67,6 +79,18 @@ def metric_value(at, prefix: str) -> float:
     hits = [m for m in at.metric if m.label.startswith(prefix)]
     assert hits, [m.label for m in at.metric]
     return float(hits[0].value.rstrip("xM "))
+
+
+def cache_with_lessons(fixture_cache, dest: Path, lessons: dict[str, str]) -> Path:
+    """A cache folder at ``dest`` that reads the fixture cache's results, plans, corpora and model (linked) and
+    holds ``lessons`` (name -> the lesson file's text) of its own."""
+    dest.mkdir()
+    for part in ("runs", "plans", "corpora", "models"):
+        (dest / part).symlink_to(fixture_cache["root"] / part)
+    (dest / "lessons").mkdir()
+    for name, text in lessons.items():
+        (dest / "lessons" / f"{name}.md").write_text(text)
+    return dest
 
 
 def copy_cache(fixture_cache, dest: Path, *, runs: bool) -> Path:

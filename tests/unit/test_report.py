@@ -9,9 +9,11 @@ import re
 import pytest
 
 from headprune_core.cli.main import main
+from headprune_core.figures.cards import card_figure
 from headprune_core.findings.cards import MISSING
 from headprune_core.findings.hypotheses import HYPOTHESES
-from headprune_core.findings.report import card_figure, report_html, report_markdown, write_report
+from headprune_core.findings.report import report_markdown
+from headprune_core.reports.report import report_html, write_report
 from tests.helpers.findings_cards import constructed_cards
 from tests.helpers.fixture_cache import write_small_plan
 
@@ -43,8 +45,8 @@ def test_card_figure_shows_each_part_with_its_interval_runs_and_the_paper(cards)
 
 
 def test_the_page_figure_puts_every_card_on_one_scale(cards):
+    from headprune_core.figures.cards import COLOURS, page_figure
     from headprune_core.findings.page import page_control
-    from headprune_core.findings.report import COLOURS, page_figure
 
     page_control(cards, draws=50)
     fig = page_figure(cards)

@@ -1,6 +1,12 @@
-"""Plotly figures and tables for the Task affinity and Shared heads pages: pure functions, no Streamlit.
+"""The figures of task affinity and shared heads: units' correlation of head maps (clustered), one primary's
+auxiliary units ranked against a threshold, the GradTS validation's quality against cost, how many maps claim
+each head, the top sets' overlap, and the fine-grained selection's per-example correlations.
 
-Maps are ``(layers, heads)``; layer 0 is drawn at the bottom, as in ``headprune_app.charts``.
+Maps are ``(layers, heads)``; layer 0 is drawn at the bottom, as in :mod:`headprune_core.figures.heads`.
+
+>>> fig = affinity_heatmap(["pos/en", "pos/de"], np.array([[1.0, 0.4], [0.4, 1.0]]), primary="pos/en")
+>>> fig.data[0].type, fig.layout.shapes[0].type
+('heatmap', 'rect')
 """
 
 from __future__ import annotations
@@ -8,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -75,16 +80,12 @@ def ranking_chart(ranking: Sequence[tuple[str, float]], *, threshold: float, sel
     return fig
 
 
-def _aux_text(line: dict) -> str:
+def aux_text(line: dict) -> str:
+    """A validation line's auxiliary units in words (per seed, ``;`` between seeds, where they differ)."""
     aux = line["aux"]
     if aux and isinstance(aux[0], list):
         return "; ".join(", ".join(a) or "-" for a in aux)
     return ", ".join(aux) or "(alone)"
-
-
-def _test_interval(line: dict) -> dict:
-    """A validation line's test metric (mean over seeds) with its 95% interval, as ``ci_text`` reads it."""
-    return {"score": line["test"], "low": line["low"], "high": line["high"]}
 
 
 def validation_chart(table: Sequence[dict]) -> go.Figure:
@@ -117,7 +118,7 @@ def validation_chart(table: Sequence[dict]) -> go.Figure:
                 hovertemplate=(f"{primary} {line['label']}<br>test {line['metric']} {test} "
                                f"over {len(line['values'])} seed(s){vs}"
                                f"<br>dev {line['dev']:.2f}<br>choosing {(line['selection_seconds'] or 0):.0f} s + "
-                               f"training {(line['train_seconds'] or 0):.0f} s<br>auxiliary: {_aux_text(line)}"
+                               f"training {(line['train_seconds'] or 0):.0f} s<br>auxiliary: {aux_text(line)}"
                                "<extra></extra>")), row=1, col=c)
         metric = lines[0]["metric"] if lines else ""
         values = [v for line in lines for v in (line["low"], line["high"], line["min"], line["max"])
@@ -128,24 +129,6 @@ def validation_chart(table: Sequence[dict]) -> go.Figure:
         fig.update_xaxes(title_text="wall time: choose + train (min)", rangemode="tozero", row=1, col=c)
     fig.update_layout(height=460, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2))
     return fig
-
-
-def validation_frame(table: Sequence[dict]) -> pd.DataFrame:
-    """The validation table for display/download: metric with interval and seeds, change vs alone, costs."""
-    rows = []
-    for line in table:
-        d = line["vs_alone"]
-        rows.append({"primary": line["primary"], "method": line["label"], "metric": line["metric"],
-                     "test": round(line["test"], 2),
-                     "95% CI": "" if line["low"] is None else ci_text(_test_interval(line)),
-                     "seeds (min-max)": f"{line['min']:.1f}-{line['max']:.1f} ({len(line['values'])})",
-                     "vs alone": "" if d is None else diff_text(d),
-                     "dev": round(line["dev"], 2), "auxiliary units": _aux_text(line)
-                     + ("" if not line["examples"] else " (" + ", ".join(f"{u}: {n} examples" for u, n in
-                                                                            line["examples"].items()) + ")"),
-                     "choose (s)": line["selection_seconds"], "train (s)": line["train_seconds"],
-                     "total (s)": line["total_seconds"]})
-    return pd.DataFrame(rows)
 
 
 def count_heatmap(count: np.ndarray, owners: dict[tuple[int, int], list[str]], *, n_maps: int,
@@ -181,26 +164,6 @@ def jaccard_heatmap(names: Sequence[str], matrix: np.ndarray, *, chance: float |
     return fig
 
 
-def chance_jaccard(n_heads: int, k: int) -> float:
-    """Expected Jaccard overlap of two independent random k-subsets of n heads (approximately k / (2n - k))."""
-    if n_heads <= 0 or k <= 0:
-        return 0.0
-    inter = k * k / n_heads
-    return inter / (2 * k - inter)
-
-
-def claimed_table(heads: Sequence[tuple], n_maps: int, *, limit: int = 20) -> pd.DataFrame:
-    """The heads most maps claim: layer, head, count, share, which maps."""
-    rows = [{"layer": l, "head": h, "claimed by": c, "share": f"{100 * c / n_maps:.0f}%", "maps": ", ".join(o)}
-            for l, h, c, o in list(heads)[:limit]]
-    return pd.DataFrame(rows, columns=["layer", "head", "claimed by", "share", "maps"])
-
-
-def owners_of(heads: Sequence[tuple]) -> dict[tuple[int, int], list[str]]:
-    """(layer, head) -> the maps that claim it, from ``shared_heads(...)["heads"]``."""
-    return {(int(l), int(h)): list(o) for l, h, _, o in heads}
-
-
 def fg_chart(fg: dict) -> go.Figure:
     """Per auxiliary unit, the distribution of its examples' tau with the primary's map, and the threshold."""
     fig = go.Figure()
@@ -213,29 +176,3 @@ def fg_chart(fg: dict) -> go.Figure:
     fig.update_layout(height=max(220, 40 * len(fg["units"]) + 80), margin=dict(l=10, r=10, t=30, b=10),
                       showlegend=False, xaxis_title="Kendall tau of the example's head map with the primary's")
     return fig
-
-
-def bandit_frame(bandit: dict) -> pd.DataFrame:
-    """Per training seed and unit: posterior mean, rounds chosen, selected or not."""
-    rows = []
-    for seed, b in bandit.items():
-        for unit, mean in sorted(b["means"].items(), key=lambda kv: -kv[1]):
-            rows.append({"seed": seed, "unit": unit, "posterior mean": round(mean, 3),
-                         "rounds chosen": b["chosen"].get(unit, 0), "selected": unit in b["selected"],
-                         "search (s)": round(b["seconds"], 1)})
-    return pd.DataFrame(rows)
-
-
-def stem_table(summary: dict) -> pd.DataFrame:
-    """Per task: kept heads, overlap with the gradient top set (and chance), metrics single / learned / MTL."""
-    rows = []
-    for r in summary["per_task"]:
-        d = r["multi_vs_single"]
-        rows.append({"task": r["unit"], "metric": r["metric"], "heads kept": r["kept"],
-                     "also gradient top": f"{r['overlap_gradient']:.0%} (chance {r['overlap_chance']:.0%})",
-                     "alone, all heads": ci_text(r["single"]),
-                     "alone, learned pruning": ci_text(r["single_learned"]),
-                     "multi-task, learned pruning": ci_text(r["multi_learned"]),
-                     "multi - alone (learned)": diff_text(d),
-                     "Jaccard with multi-task set": round(r["jaccard_multi"], 2)})
-    return pd.DataFrame(rows)

@@ -4,12 +4,15 @@ interactive Plotly charts with plotly.js inline, so it opens from disk with no s
 
 Each step's view is read as the dashboard reads its link: the plan (the lesson's, unless the step names another),
 the task, languages, focus language, method and normalisation, and the page's own choices (the prune page's
-strategy and k, the GradTS plan and correlation). What a step shows:
+strategy and k, the GradTS plan, correlation, primary task and threshold). Each figure is the one the view draws
+(:mod:`headprune_core.figures`), from the same data. What a step shows:
 
-* ``importance``: the focus language's layer x head map, and how the languages rank the heads alike (Spearman);
-* ``prune``: every cached curve of the metric against heads pruned, the step's strategy drawn thick, its k marked;
+* ``importance``: the focus language's layer x head map (on the languages' common scale), and how the languages
+  rank the heads alike (Spearman, with the chance band);
+* ``prune``: every cached curve of the metric against heads pruned, the step's k marked;
 * ``findings``: the summary table of the Findings cards (estimate, interval, the paper's number, verdict);
-* ``task_affinity``: the GradTS task-affinity matrix (Kendall's tau or Spearman);
+* ``task_affinity``: the GradTS task-affinity matrix (Kendall's tau or Spearman), the primary task's row
+  outlined and its selected auxiliary tasks marked;
 * ``home``: the plan and its model; the other pages are live only, and say so.
 
 A result that is not in the cache is said in a line (what is missing), never computed. Notes are Markdown
@@ -24,27 +27,35 @@ import html
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from headprune_core.base.choices import METHODS, NORMALIZATIONS
 from headprune_core.base.files import write_file_atomic
+from headprune_core.figures.affinity import affinity_heatmap
+from headprune_core.figures.curves import curves_chart
+from headprune_core.figures.heads import importance_heatmap, spearman_heatmap
 from headprune_core.findings.quote import card_ids, fill
-from headprune_core.findings.report import STYLE, plotly_js, safe_json, summary_rows, table_html
+from headprune_core.findings.report import summary_rows
 from headprune_core.methods.importance import normalise
-from headprune_core.methods.similarity import correlation_matrix, spearman_matrix
+from headprune_core.methods.similarity import correlation_matrix, spearman_chance_band, spearman_matrix
 from headprune_core.plans import selection as S
 from headprune_core.plans.lessons import Lesson, Step
 from headprune_core.plans.plan import StudyPlan
 from headprune_core.plans.presets import find_plan
+from headprune_core.reports.document import chart_div, document, table_html, written
 from headprune_core.runs.study import Study
+
+if TYPE_CHECKING:  # only a hint: the figures are drawn by headprune_core.figures, the one layer importing plotly
+    import plotly.graph_objects as go
 
 
 @dataclass
 class Shown:
-    """What a step's handout section holds: figures (Plotly dicts), tables (HTML) and lines (plain text)."""
+    """What a step's handout section holds: figures, tables (HTML) and lines (plain text)."""
 
-    figures: list[dict] = field(default_factory=list)
+    figures: list[go.Figure] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
@@ -71,18 +82,9 @@ def view_selection(plan: StudyPlan, params: dict[str, list[str]]) -> S.Selection
                        lang=lang, method=method, normalize=normalize, minmax=minmax, finetuned=plan.finetuned)
 
 
-def _heatmap(z, *, title: str, x=None, y=None, zmin=None, zmax=None, colorscale="Viridis") -> dict:
-    z = np.asarray(z, dtype=float)
-    x = list(range(z.shape[1])) if x is None else list(x)
-    y = list(range(z.shape[0])) if y is None else list(y)
-    trace = {"type": "heatmap", "z": np.round(z, 4).tolist(), "x": x, "y": y, "colorscale": colorscale,
-             "zmin": zmin, "zmax": zmax, "hovertemplate": "%{y}, %{x}: %{z:.3f}<extra></extra>"}
-    return {"data": [trace], "layout": {"title": {"text": title}, "height": 460, "template": "plotly_white",
-                                        "margin": {"t": 60}}}
-
-
 def importance_shown(study: Study, sel: S.Selection) -> Shown:
-    """The focus language's normalised map and the languages' Spearman matrix."""
+    """The focus language's normalised map and the languages' Spearman matrix, as the Head importance page draws
+    them: every map on the languages' common colour scale, the matrix clustered with its chance band."""
     shown, maps = Shown(), {}
     for lang in sel.langs:
         found = study.store.get(S.score_config(study, sel, lang))
@@ -92,14 +94,14 @@ def importance_shown(study: Study, sel: S.Selection) -> Shown:
         shown.lines.append(f"Not computed in this cache yet: the head scores of {sel.task} ({sel.method}).")
         return shown
     lang = sel.lang if sel.lang in maps else next(iter(maps))
-    fig = _heatmap(maps[lang], title=f"Head importance: {sel.task} in {S.lang_label(lang)} ({sel.method}, "
-                                     f"{sel.normalize})")
-    fig["layout"].update(xaxis={"title": {"text": "head"}}, yaxis={"title": {"text": "layer (0 at the bottom)"}})
-    shown.figures.append(fig)
+    zmin, zmax = min(float(m.min()) for m in maps.values()), max(float(m.max()) for m in maps.values())
+    shown.figures.append(importance_heatmap(
+        maps[lang], zmin=zmin, zmax=zmax,
+        title=f"Head importance: {S.task_label(sel.task)} in {S.lang_label(lang)} ({sel.method}, {sel.normalize})"))
     if len(maps) > 1:
         names, rho = spearman_matrix(maps)
-        shown.figures.append(_heatmap(rho, x=names, y=names, zmin=-1, zmax=1, colorscale="RdBu",
-                                      title="Do the languages rank the heads alike? (Spearman)"))
+        shown.figures.append(spearman_heatmap(names, rho, band=spearman_chance_band(maps[lang].size),
+                                              title="Do the languages rank the heads alike? (Spearman)"))
     missing = [x for x in sel.langs if x not in maps]
     if missing:
         shown.lines.append(f"Not computed yet for {', '.join(missing)}.")
@@ -107,31 +109,23 @@ def importance_shown(study: Study, sel: S.Selection) -> Shown:
 
 
 def prune_shown(study: Study, sel: S.Selection, params: dict[str, list[str]]) -> Shown:
-    """Every cached curve of the focus language; the step's strategy thick, its k marked."""
-    shown, data = Shown(), []
+    """Every cached curve of the focus language, as the Prune page draws them; the step's k marked."""
+    shown, curves = Shown(), []
     strategy = _one(params, "strategy", "importance", tuple(S.STRATEGY_LABELS))
     for name, cfg in S.curve_candidates(study, sel, sel.lang):
         found = study.store.get(cfg)
-        if found is None:
-            continue
-        curve = found["curve"]
-        mine = curve.get("strategy") == strategy
-        mode = "markers+text" if curve.get("strategy") == "layers" else "lines+markers"
-        data.append({"type": "scatter", "mode": mode, "name": name, "x": list(curve["k"]),
-                     "y": list(curve["mean"]), "text": list(curve.get("labels", [])) or None,
-                     "line": {"width": 4 if mine else 1.5}, "marker": {"size": 10 if mine else 6}})
-    if not data:
+        if found is not None:
+            curves.append({**found["curve"], "name": name})
+    if not curves:
         shown.lines.append(f"Not computed in this cache yet: the pruning curves of {sel.task} in {sel.lang}.")
         return shown
-    layout = {"title": {"text": f"{sel.task} in {S.lang_label(sel.lang)}: metric as heads are pruned"},
-              "xaxis": {"title": {"text": "heads pruned"}}, "yaxis": {"title": {"text": "metric"}},
-              "height": 460, "template": "plotly_white", "legend": {"orientation": "h", "y": -0.25}}
     k = (params.get("k") or [""])[0]
+    shown.figures.append(curves_chart(curves, current_k=int(k) if k.isdigit() else None,
+                                      metric=curves[0].get("metric", "metric"),
+                                      title=f"{S.task_label(sel.task)} in {S.lang_label(sel.lang)}: the metric as "
+                                            "heads are pruned"))
     if k.isdigit():
-        layout["shapes"] = [{"type": "line", "x0": int(k), "x1": int(k), "yref": "paper", "y0": 0, "y1": 1,
-                             "line": {"dash": "dash", "color": "#888"}}]
         shown.lines.append(f"The dashed line: {k} heads pruned ({S.STRATEGY_LABELS[strategy]}).")
-    shown.figures.append({"data": data, "layout": layout})
     return shown
 
 
@@ -158,8 +152,14 @@ def findings_shown(study: Study, plan: StudyPlan, draws: int) -> Shown:
 
 
 def affinity_shown(params: dict[str, list[str]]) -> Shown:
-    """The GradTS task-affinity matrix of the step's GradTS plan (its head maps as cached)."""
-    from headprune_core.multitask.affinity import gradts_map  # here: the GradTS modules only for this step
+    """The GradTS task-affinity matrix of the step's GradTS plan (its head maps as cached), as the Task affinity
+    page draws it: the primary task's row outlined, the auxiliary tasks above the threshold marked."""
+    from headprune_core.multitask.affinity import (  # here: the GradTS modules only for this step
+        gradts_map,
+        primary_order,
+        rank_auxiliary,
+        select_threshold,
+    )
     from headprune_core.multitask.gradts import GradTS
     from headprune_core.multitask.plan import available_gradts_plans
 
@@ -177,8 +177,22 @@ def affinity_shown(params: dict[str, list[str]]) -> Shown:
         return Shown(lines=[f"Not computed in this cache yet: the head maps of GradTS plan {gplan.name} "
                             f"({len(maps)} of {len(gts.units)} units)."])
     names, matrix = correlation_matrix(maps, kind=kind)
-    title = f"Task affinity ({'Kendall tau' if kind == 'kendall' else 'Spearman rho'}, {gplan.method} maps)"
-    return Shown(figures=[_heatmap(matrix, x=names, y=names, zmin=-1, zmax=1, colorscale="RdBu", title=title)])
+    order = primary_order(gts.primaries, names)
+    primary = _one(params, "primary", order[0], order)
+    threshold = _number(params, "threshold", float(gplan.threshold))
+    chosen = select_threshold(rank_auxiliary(names, matrix, primary), threshold)
+    label = "Kendall tau" if kind == "kendall" else "Spearman rho"
+    fig = affinity_heatmap(names, matrix, primary=primary, selected=chosen, kind=label,
+                           title=f"Task affinity ({label}, {gplan.method} maps)")
+    return Shown(figures=[fig], lines=[f"Primary task {primary}: auxiliary tasks above {threshold:g} marked "
+                                       f"({', '.join(chosen) or 'none'})."])
+
+
+def _number(params: dict[str, list[str]], key: str, default: float) -> float:
+    try:
+        return float((params.get(key) or [""])[0])
+    except ValueError:
+        return default
 
 
 def step_shown(step: Step, plan: StudyPlan, study: Study, *, draws: int = 1000) -> Shown:
@@ -238,7 +252,7 @@ def handout_html(lesson: Lesson, *, plan: StudyPlan | None = None, study: Study 
     if lesson.description:
         body.append(f"<p>{html.escape(lesson.description)}</p>")
     body.append(f"<p class='note'>{len(lesson.steps)} steps on plan {html.escape(plan.name)} "
-                f"({html.escape(plan.model)}). Written {created:%Y-%m-%d %H:%M} UTC by headprune from its cache.</p>")
+                f"({html.escape(plan.model)}). {written(created)} from its cache.</p>")
     for k, step in enumerate(lesson.steps, 1):
         step_plan = plan
         named = dict(step.params).get("plan")
@@ -250,19 +264,11 @@ def handout_html(lesson: Lesson, *, plan: StudyPlan | None = None, study: Study 
                 f"{html.escape(step.title)}</h2>", _notes_html(quoted(step.notes))]
         for i, fig in enumerate(shown.figures):
             figures[f"step-{k}-{i}"] = fig
-            part.append(f"<div class='chart' id='step-{k}-{i}'></div>")
+            part.append(chart_div(f"step-{k}-{i}"))
         part += shown.tables + [f"<p class='note'>{html.escape(line)}</p>" for line in shown.lines]
         part.append(f"<p class='note'>In the dashboard: <code>{html.escape(lesson.step_link(k))}</code></p>")
         body.append("\n".join(part) + "</section>")
-    script = ("const FIGURES = " + safe_json(figures) + ";\nfor (const [id, fig] of Object.entries(FIGURES)) {\n"
-              "  Plotly.newPlot(id, fig.data, fig.layout, {responsive: true, displaylogo: false});\n}\n")
-    head = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
-            f"content=\"width=device-width, initial-scale=1\"><title>{html.escape(lesson.title)}</title>"
-            f"<style>{STYLE}</style>")
-    if figures:
-        head += f"<script>{plotly_js()}</script>"
-    return (head + "</head><body>\n" + "\n".join(body) + (f"\n<script>{script}</script>" if figures else "")
-            + "\n</body></html>\n")
+    return document(lesson.title, body, figures)
 
 
 def write_handout(lesson: Lesson, out: str | Path, **kwargs) -> Path:
