@@ -70,6 +70,7 @@ def test_the_headprune_command_answers_help_and_a_sweep_dry_run(installed, tmp_p
 
 def test_the_wheel_carries_the_shipped_data_files(installed, tmp_path):
     code = ("from headprune_core.plans import lessons; from pathlib import Path; import headprune_core.findings as f; "
-            "print(sorted(lessons.available(None)[0])); print((Path(f.__file__).parent / 'design.json').is_file())")
+            "print(sorted(lessons.available(None)[0])); print((Path(f.__file__).parent / 'design.json').is_file()); "
+            "from headprune_core.findings.paper_numbers import paper_numbers; print(len(paper_numbers()) > 0)")
     out = _run([str(installed / "python"), "-c", code], cwd=tmp_path).splitlines()
-    assert "attention-heads-across-languages" in out[0] and out[1] == "True"
+    assert "attention-heads-across-languages" in out[0] and out[1] == "True" and out[2] == "True"
