@@ -177,7 +177,8 @@ def problems(numbers, doc: Doc) -> list[str]:
     out, seen, covered = [], set(), {}
     for n in numbers:
         if problem := _row_problem(n, doc):
-            out.append(f"{n.paper} {n.where} {n.row} {n.column} {n.written!r}: {problem}")
+            cell = " ".join(x for x in (n.paper, n.where, n.task, n.setting, n.row, n.column) if x)
+            out.append(f"{cell} {n.written!r}: {problem}")
         key = (n.paper, n.where, n.task, n.model, n.setting, n.row, n.column, n.quantity)
         if key in seen:
             out.append(f"twice: {key}")
@@ -276,8 +277,8 @@ def test_a_changed_or_missing_number_is_reported(rows, doc):
     assert any("'Table 7' is not named" in p for p in problems(with_row(replace(ja, where="Table 7")), doc))
     assert any("no [calc] marker" in p for p in problems(with_row(replace(ja, kind="calc")), doc))
     recount = next(n for n in rows if n.written == "1.14")
-    assert [p for p in problems(tuple(replace(n, kind="P") if n is recount else n for n in rows), doc)] == [
-        "ma2021 Table 3   '1.14': kind 'P' but the number stands under no [P marker outside a recount"]
+    assert problems(tuple(replace(n, kind="P") if n is recount else n for n in rows), doc) == [
+        "ma2021 Table 3 NER cross-lingual '1.14': kind 'P' but the number stands under no [P marker outside a recount"]
     assert any(p.startswith("twice:") for p in problems(rows + (ja,), doc))
     assert problems(with_row(None), doc) == ["line 33: -22.29 is neither in the file nor left out"]
     assert any("15 out of 16" in p for p in _recount_problems(with_row(replace(ja, written="+22.29", value=22.29))))
