@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -234,15 +233,14 @@ def limit_note(by_n: dict[int, dict]) -> str:
 def _fixture_cache(work: Path) -> Path:
     """The quick run's cache: a copy of the test session's fixture cache when the slow test tier gives one
     (``HEADPRUNE_BENCH_FIXTURE_CACHE``: built once for the dashboard tests and this run), else one built here."""
+    from tests.helpers.app import copy_cache
     from tests.helpers.fixture_cache import build_fixture_cache
 
     root = work / "fixture-cache"
     given = os.environ.get("HEADPRUNE_BENCH_FIXTURE_CACHE")
     if not given:
         return build_fixture_cache(root)["root"]
-    for part in ("runs", "plans", "corpora"):  # the plan names its model by its path in the given cache
-        shutil.copytree(Path(given) / part, root / part)
-    return root
+    return copy_cache({"root": Path(given)}, root, runs=True)  # its plan names the model in the given cache
 
 
 HEADERS = ["sessions", "walks complete", "app exceptions", "walks failed", "page p50 s", "page p95 s",
