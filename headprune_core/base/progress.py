@@ -27,7 +27,6 @@ Progress = Callable[[str, int, int | None], None]
 """on_progress(what, done, total): called as work advances."""
 
 
-
 def named(on_progress: Progress | None, what: str) -> Progress | None:
     """``on_progress`` with every report under the label ``what`` (a Study names the run its loop belongs to)."""
     if on_progress is None:
@@ -60,7 +59,7 @@ class TqdmProgress:
         elif total != self.bar.total:
             self.bar.total = total
         if what != self.what:
-            if what.startswith(self.lines or "\0"):  # a line to keep (a sweep's retry), not only the bar's text
+            if self.lines and what.startswith(self.lines):  # a line to keep (a sweep's retry)
                 self.write(what)
             if self.title:
                 self.bar.set_postfix_str(what[:80])
