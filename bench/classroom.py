@@ -298,7 +298,7 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
         from bench import hostile
         seconds = float(os.environ.get("HEADPRUNE_BENCH_HOSTILE_S") or (20 if quick else 600))
         size = (2, 1) if quick else (25, 5)
-        quiet = hostile.measure(cache, work, ordinary=size[0], hostile=0, seconds=seconds)
+        quiet = None if quick else hostile.measure(cache, work, ordinary=size[0], hostile=0, seconds=seconds)
         loud = hostile.measure(cache, work, ordinary=size[0], hostile=size[1], seconds=seconds)
         more_goals, more_notes = hostile.goals_and_notes(quiet, loud, quick)
         goals, class_notes = goals + more_goals, class_notes + more_notes

@@ -101,9 +101,9 @@ def test_the_class_follows_the_teacher_and_the_bench_says_what_it_cost(quick):
     assert goal["met"] is None  # two students on a loaded machine: measured, not judged
     table = next(n for n in classroom["notes"] if n.startswith("| class |")).splitlines()
     rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table[2:]]
-    assert [r[0] for r in rows] == ["2 following, protocol clients", "2 not following, protocol clients",
-                                     "2 following, Chromium windows"]
-    for row in rows[0], rows[2]:
+    # --quick: the class that does not follow (the CPU baseline) runs in the full bench only
+    assert [r[0] for r in rows] == ["2 following, protocol clients", "2 following, Chromium windows"]
+    for row in rows:
         assert int(row[1]) == 3 and row[2].endswith("/6")  # three moves, two students: six arrivals to wait for
         assert row[6] == "6/6"  # every follower's page run for each step, in the server's page log
     assert rows[0][2] == "6/6"  # a protocol client is the server's part alone: every step arrives
