@@ -27,6 +27,7 @@ run offline. Any other Hub data set with word/tag or text/label columns loads th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,14 +51,44 @@ GLUE_VALIDATION_MAX = 5000
 _BUILDERS = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv", ".arrow": "arrow"}
 
 
+MIRROR_ENV = "HEADPRUNE_HUB_MIRROR"
+"""A folder of local copies of Hub data sets, one per data set id (``<mirror>/unimelb-nlp/wikiann``), each as
+``hf download --repo-type dataset ID --local-dir <mirror>/ID`` writes it (with ``--revision`` for an export):
+read instead of the Hub when the data set is there. The converters after it are the same."""
+PARQUET_EXPORT = "refs/convert/parquet"
+"""The branch where the Hub keeps a parquet copy of a data set, one folder per config (``en_ewt/train/0000.parquet``).
+Data sets that are loading scripts on ``main`` (which ``datasets`` 4 and later refuse to run) are read from it."""
+SCRIPT_DATASETS = ("universal-dependencies/universal_dependencies",)
+"""Hub data sets whose ``main`` branch is a loading script: read from :data:`PARQUET_EXPORT`, config as folder."""
+
+
 class HubUnavailable(ConnectionError):
     """A Hub dataset could not be loaded (offline, unknown dataset or config)."""
 
 
 @dataclass(frozen=True)
 class HubSpec:
+    """Which Hub data set a task reads: its id, config, and branch (``revision``: None is ``main``). ``by_dir``: the
+    config is a folder of that branch (a parquet export), read with ``data_dir``, not a declared config."""
+
     path: str
     config: str | None
+    revision: str | None = None
+    by_dir: bool = False
+
+    @classmethod
+    def of(cls, path: str, config: str | None) -> HubSpec:
+        """The spec of data set ``path`` (an alias, a Hub id or a local folder) at ``config``: a loading-script
+        data set is read from its parquet export."""
+        path = HUB_ALIASES.get(path, path)
+        if path in SCRIPT_DATASETS:
+            return cls(path, config, PARQUET_EXPORT, by_dir=True)
+        return cls(path, config)
+
+    def download_command(self, where: str = "MIRROR") -> str:
+        """The command that writes a local copy of this data set into the mirror folder ``where``."""
+        branch = f" --revision {self.revision}" if self.revision else ""
+        return f"hf download --repo-type dataset {self.path}{branch} --local-dir {where}/{self.path}"
 
 
 def hub_spec(task: str, lang: str, *, treebank: str | None = None) -> HubSpec:
@@ -66,19 +97,19 @@ def hub_spec(task: str, lang: str, *, treebank: str | None = None) -> HubSpec:
     if "hub" not in info.sources:
         raise UnknownName(f"task {task!r} has no Hub source; its sources: {', '.join(info.sources)}")
     if task == "ner":
-        return HubSpec("unimelb-nlp/wikiann", lang)
+        return HubSpec.of("unimelb-nlp/wikiann", lang)
     if task in ("pos", "name"):
         if treebank is None and lang not in UD_TREEBANKS:
             raise UnknownName(f"no default UD treebank for {lang!r} (defaults: "
                               f"{', '.join(f'{k}={v}' for k, v in UD_TREEBANKS.items())}); pass treebank=")
-        return HubSpec("universal-dependencies/universal_dependencies", treebank or UD_TREEBANKS[lang])
+        return HubSpec.of("universal-dependencies/universal_dependencies", treebank or UD_TREEBANKS[lang])
     check_language(info, lang)
     if task in GLUE_COLUMNS:
-        return HubSpec("nyu-mll/glue", task)
+        return HubSpec.of("nyu-mll/glue", task)
     if task == "xnli":
-        return HubSpec("facebook/xnli", lang)
+        return HubSpec.of("facebook/xnli", lang)
     if task == "paws-x":
-        return HubSpec("google-research-datasets/paws-x", lang)
+        return HubSpec.of("google-research-datasets/paws-x", lang)
     raise UnknownName(f"no Hub loader for task {task!r}")
 
 
@@ -114,6 +145,7 @@ def _is_local(path: str) -> bool:
 
 
 def _load_raw(spec: HubSpec, data_files: Mapping[str, str | Path] | None, **kw) -> datasets.DatasetDict:
+    """The raw splits of ``spec``: from ``data_files``, a local folder, the mirror (:data:`MIRROR_ENV`) or the Hub."""
     if data_files:
         files = {k: str(v) for k, v in data_files.items()}
         suffix = Path(next(iter(files.values()))).suffix.lower()
@@ -125,20 +157,50 @@ def _load_raw(spec: HubSpec, data_files: Mapping[str, str | Path] | None, **kw) 
         folder = Path(spec.path).expanduser()
         if not folder.is_dir():
             raise FileNotFoundError(f"no such folder: {folder} (a local copy of a Hub data set)")
-        try:
-            if spec.config and (folder / spec.config).is_dir() and not (folder / "README.md").is_file():
-                return datasets.load_dataset(str(folder), data_dir=spec.config, **kw)
-            return datasets.load_dataset(str(folder), spec.config, **kw)
-        except Exception as err:
-            raise HubUnavailable(f"could not read the local Hub copy {folder} (config {spec.config}): "
-                                 f"{type(err).__name__}: {' '.join(str(err).split())[:300]}") from err
+        return _load_folder(folder, spec, **kw)
+    mirrored = mirror_folder(spec)
+    if mirrored is not None:
+        return _load_folder(mirrored, spec, **kw)
     try:
-        return datasets.load_dataset(spec.path, spec.config, **kw)
+        if spec.by_dir:
+            return datasets.load_dataset(spec.path, data_dir=spec.config, revision=spec.revision, **kw)
+        return datasets.load_dataset(spec.path, spec.config, **({"revision": spec.revision} if spec.revision else {}),
+                                     **kw)
     except Exception as err:  # offline, unknown dataset or config: all end here with one clear message
         raise HubUnavailable(
-            f"could not load {spec.path} ({spec.config}) from the Hugging Face Hub: the Hub could not be "
-            f"reached or has no such dataset/config ({type(err).__name__}: {str(err)[:200]}). Offline, use the "
-            f"embedded tasks instead: {', '.join(EMBEDDED_TASKS)} ({PREPARE_HINT} once)") from err
+            f"could not load {spec.path} ({spec.config}{', branch ' + spec.revision if spec.revision else ''}) "
+            f"from the Hugging Face Hub: the Hub could not be reached or has no such dataset/config "
+            f"({type(err).__name__}: {' '.join(str(err).split())[:200]}). {local_copy_advice(spec)} Offline, the "
+            f"embedded tasks work: {', '.join(EMBEDDED_TASKS)} ({PREPARE_HINT} once)") from err
+
+
+def mirror_folder(spec: HubSpec) -> Path | None:
+    """The local copy of ``spec``'s data set in the mirror folder (:data:`MIRROR_ENV`), when there is one."""
+    root = os.environ.get(MIRROR_ENV)
+    if not root:
+        return None
+    folder = Path(root).expanduser() / spec.path
+    return folder if folder.is_dir() else None
+
+
+def local_copy_advice(spec: HubSpec) -> str:
+    """How to give a machine without the Hub a copy of ``spec``'s data set."""
+    root = os.environ.get(MIRROR_ENV)
+    where = f"the mirror {root} has no {spec.path}: " if root else ""
+    return (f"To use a local copy ({where}on a machine with the Hub, run `{spec.download_command()}`, copy MIRROR "
+            f"here and set {MIRROR_ENV}=MIRROR; or name the copy's folder as the source: "
+            f"hub:/path/to/{spec.path.rsplit('/', 1)[-1]}{':' + spec.config if spec.config else ''}).")
+
+
+def _load_folder(folder: Path, spec: HubSpec, **kw) -> datasets.DatasetDict:
+    """A local copy of a Hub data set: its README's configs, or (a parquet export) one folder per config."""
+    try:
+        if spec.config and (folder / spec.config).is_dir() and (spec.by_dir or not (folder / "README.md").is_file()):
+            return datasets.load_dataset(str(folder), data_dir=spec.config, **kw)
+        return datasets.load_dataset(str(folder), spec.config, **kw)
+    except Exception as err:
+        raise HubUnavailable(f"could not read the local Hub copy {folder} (config {spec.config}): "
+                             f"{type(err).__name__}: {' '.join(str(err).split())[:300]}") from err
 
 
 def _class_names(ds: datasets.Dataset, column: str) -> list[str] | None:
@@ -214,7 +276,7 @@ def load_hub(task: str, lang: str, *, data_files: Mapping[str, str | Path] | Non
     ``sw`` for a language code the registry does not list)."""
     spec = hub_spec(task, lang, treebank=treebank or (config if task in ("pos", "name") else None))
     if path is not None or config is not None:
-        spec = HubSpec(HUB_ALIASES.get(path, path) if path else spec.path, config or spec.config)
+        spec = HubSpec.of(path or spec.path, config or spec.config)
     raw = _load_raw(spec, data_files, **load_kw)
     info = get_task(task)
     if task == "ner":
@@ -230,8 +292,10 @@ def load_hub(task: str, lang: str, *, data_files: Mapping[str, str | Path] | Non
         dd, labels = _pairs(raw, "sentence1", "sentence2", None)
     dd = datasets.DatasetDict({s: dd[s] for s in ("train", "validation", "test") if s in dd})
     check_splits(dd, f"{spec.path} ({spec.config})")
-    meta = {"source_kind": "hub", "hub_path": spec.path, "hub_config": spec.config,
-            "local_copy": {k: str(v) for k, v in data_files.items()} if data_files else None,
+    mirrored = mirror_folder(spec) if not data_files and not _is_local(spec.path) else None
+    meta = {"source_kind": "hub", "hub_path": spec.path, "hub_config": spec.config, "hub_revision": spec.revision,
+            "local_copy": ({k: str(v) for k, v in data_files.items()} if data_files
+                           else str(mirrored) if mirrored else None),
             "counts": {s: len(d) for s, d in dd.items()}}
     return TaskData(dd, labels, info.kind, task, lang, meta)
 
@@ -244,7 +308,7 @@ def load_hub_generic(path: str, config: str | None, task: str, lang: str, *, col
     + ``label``) or given; ClassLabel names become the label names; ``dev`` counts as validation; a missing
     validation or test split is carved from train (seed 13, 10% each)."""
 
-    spec = HubSpec(path, config)
+    spec = HubSpec.of(path, config)
     raw = _load_raw(spec, None, **load_kw)
     raw = datasets.DatasetDict({("validation" if k in ("dev", "valid") else k): v for k, v in raw.items()})
     if "train" not in raw:

@@ -25,3 +25,16 @@ def write_hub_repo(root: str | Path, configs: dict[str, dict[str, datasets.Datas
     lines += ["---", "", "A local copy laid out like the Hugging Face Hub repository (test fixture).", ""]
     (root / "README.md").write_text("\n".join(lines), encoding="utf-8")
     return root
+
+
+def write_parquet_export(root: str | Path, configs: dict[str, dict[str, datasets.Dataset]]) -> Path:
+    """Write ``{config: {split: Dataset}}`` under ``root`` as the Hub's parquet export branch
+    (``refs/convert/parquet``) lays a data set out: ``<config>/<split>/0000.parquet``, no README. It is what
+    ``hf download --repo-type dataset ID --revision refs/convert/parquet`` writes for a loading-script data set
+    (Universal Dependencies); returns ``root``."""
+    root = Path(root)
+    for config, splits in configs.items():
+        for split, ds in splits.items():
+            (root / config / split).mkdir(parents=True, exist_ok=True)
+            ds.to_parquet(str(root / config / split / "0000.parquet"))
+    return root

@@ -110,8 +110,65 @@ def test_offline_hub_is_a_clear_error(monkeypatch):
     def offline(*a, **k):
         raise ConnectionError("Couldn't reach 'unimelb-nlp/wikiann' on the Hub (OfflineModeIsEnabled)")
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(HubUnavailable, match=r"Hub could not be reached.*embedded tasks instead: pos, name"):
+    with pytest.raises(HubUnavailable, match=r"Hub could not be reached.*`hf download --repo-type dataset "
+                       r"unimelb-nlp/wikiann --local-dir MIRROR/unimelb-nlp/wikiann`.*HEADPRUNE_HUB_MIRROR=MIRROR.*"
+                       r"hub:/path/to/wikiann:de.*embedded tasks work: pos, name"):
         load_task("ner", "de", source="hub")
+
+
+def _ud_rows():
+    feats = Features({"idx": Value("string"), "text": Value("string"), "tokens": List(Value("string")),
+                      "upos": List(ClassLabel(names=UD_UPOS)), "xpos": List(Value("string"))})
+    row = {"idx": "s1", "text": "Marie parle.", "tokens": ["Marie", "parle", "."],
+           "upos": [UD_UPOS.index(u) for u in ("PROPN", "VERB", "PUNCT")], "xpos": ["_"] * 3}
+    return datasets.Dataset.from_dict({k: [row[k]] for k in feats}, features=feats)
+
+
+def test_universal_dependencies_is_read_from_the_hubs_parquet_export(monkeypatch):
+    """UD is a loading script on the Hub's main branch, which datasets 4+ refuses: it is read from the parquet
+    export branch, one folder per treebank (data_dir), with the same converter."""
+    from headprune_core.data.hub import PARQUET_EXPORT, hub_spec
+    spec = hub_spec("pos", "fr")
+    assert (spec.path, spec.config, spec.revision, spec.by_dir) == (
+        "universal-dependencies/universal_dependencies", "fr_gsd", PARQUET_EXPORT, True)
+    asked = {}
+
+    def load(path, name=None, **kw):
+        asked.update(path=path, name=name, **kw)
+        return datasets.DatasetDict({s: _ud_rows() for s in ("train", "validation", "test")})
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    data = load_task("pos", "fr", source="hub")
+    assert asked == {"path": "universal-dependencies/universal_dependencies", "name": None, "data_dir": "fr_gsd",
+                     "revision": PARQUET_EXPORT}
+    assert data.meta["hub_revision"] == PARQUET_EXPORT and data.dataset["test"][0]["tokens"] == ["Marie", "parle", "."]
+    assert hub_spec("ner", "de").revision is None  # WikiANN is parquet on main
+
+
+def test_a_mirror_folder_stands_in_for_the_hub(tmp_path, monkeypatch):
+    """HEADPRUNE_HUB_MIRROR: copies laid out as `hf download` writes them (a repo with its README's configs, or a
+    parquet export) are read instead of the Hub, through the same converters; a data set not in it is asked of the
+    Hub, and the error names the mirror."""
+    from tests.helpers.hub_copy import write_hub_repo, write_parquet_export
+    feats = Features({"tokens": List(Value("string")), "ner_tags": List(ClassLabel(names=WIKIANN_TAGS)),
+                      "langs": List(Value("string")), "spans": List(Value("string"))})
+    row = {"tokens": ["Angela", "Merkel"], "ner_tags": [1, 2], "langs": ["de"] * 2, "spans": ["PER: Angela Merkel"]}
+    ds = datasets.Dataset.from_dict({k: [row[k]] for k in feats}, features=feats)
+    write_hub_repo(tmp_path / "mirror" / "unimelb-nlp" / "wikiann", {"de": {s: ds for s in ("train", "validation",
+                                                                                             "test")}})
+    write_parquet_export(tmp_path / "mirror" / "universal-dependencies" / "universal_dependencies",
+                         {"fr_gsd": {s: _ud_rows() for s in ("train", "validation", "test")}})
+    monkeypatch.setenv("HEADPRUNE_HUB_MIRROR", str(tmp_path / "mirror"))
+    ner = load_task("ner", "de", source="hub")
+    assert ner.dataset["train"][0]["tags"] == [1, 2] and ner.meta["hub_path"] == "unimelb-nlp/wikiann"
+    assert ner.meta["local_copy"] == str(tmp_path / "mirror" / "unimelb-nlp" / "wikiann")
+    pos = load_task("pos", "fr", source="hub")
+    assert [pos.labels[t] for t in pos.dataset["validation"][0]["tags"]] == ["NOUN", "VERB", "PUNCT"]
+
+    def offline(*a, **k):
+        raise ConnectionError("Couldn't reach 'facebook/xnli' on the Hub (OfflineModeIsEnabled)")
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(HubUnavailable, match=r"the mirror .*mirror has no facebook/xnli"):
+        load_task("xnli", "fr", source="hub")
 
 
 def test_hub_source_errors():
