@@ -3,12 +3,13 @@
 | task | Hub dataset (config) | Hub columns -> ours |
 |---|---|---|
 | ner | unimelb-nlp/wikiann (language) | tokens, ner_tags (ClassLabel O B-PER ...) -> tokens, tags |
-| pos, name | universal-dependencies/universal_dependencies (treebank, e.g. en_ewt) | tokens, upos -> tokens, tags (1) |
+| pos, upos, name | universal-dependencies/universal_dependencies (treebank) | tokens, upos -> tokens, tags (1) |
 | sst2 cola mrpc qqp mnli qnli rte wnli | nyu-mll/glue (task) | sentence(s) (2), label -> text[, text_pair], label |
 | xnli | facebook/xnli (language) | premise, hypothesis, label -> text, text_pair, label |
 | paws-x | google-research-datasets/paws-x (language) | sentence1, sentence2, label -> text, text_pair, label |
 
-(1) UPOS (a ClassLabel) mapped onto the 12 universal tags (pos) or PROPN runs as BIO NAME (name); tokens with upos
+(1) UPOS (a ClassLabel) mapped onto the 12 universal tags (pos), kept as UD's 17 (upos), or PROPN runs as BIO
+NAME (name); UD is a loading script on the Hub's main branch: it is read from its parquet export; tokens with upos
 "_" are the surface forms of multi-word tokens, whose parts follow: they are dropped (the Hub rows have no IDs to
 rebuild the ranges). (2) sentence1/sentence2, question1/question2, premise/hypothesis or question/sentence.
 
@@ -39,10 +40,14 @@ from headprune_core.data.corpora import PREPARE_HINT, SPLIT_SEED
 from headprune_core.data.formats import ROW_BATCH, find_columns, records_in_batches
 from headprune_core.data.loading import TaskData, check_splits, features_for, from_records
 from headprune_core.data.registry import EMBEDDED_TASKS, TASKS, UnknownName, check_language, get_task
-from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS, UPOS, bio_names
+from headprune_core.data.tagsets import NAME_TAGS, UD_UPOS_TAGS, UNIVERSAL_TAGS, UPOS, bio_names
 
 UD_TREEBANKS = {"en": "en_ewt", "de": "de_gsd", "es": "es_ancora", "fr": "fr_gsd", "it": "it_isdt",
-                "nl": "nl_alpino", "pt": "pt_bosque", "tr": "tr_imst"}
+                "nl": "nl_alpino", "pt": "pt_bosque", "tr": "tr_imst",
+                # Ma et al. 2021's other treebanks (UD v2.7)
+                "zh": "zh_gsd", "ar": "ar_padt", "he": "he_htb", "ja": "ja_gsd", "fa": "fa_seraji", "ur": "ur_udtb"}
+UD_TASKS = ("pos", "upos", "name")
+"""Tasks read from Universal Dependencies: 12 universal tags, UD's 17, proper-name runs."""
 GLUE_COLUMNS = {"sst2": ("sentence", None), "cola": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
                 "qqp": ("question1", "question2"), "mnli": ("premise", "hypothesis"),
                 "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2"),
@@ -98,7 +103,7 @@ def hub_spec(task: str, lang: str, *, treebank: str | None = None) -> HubSpec:
         raise UnknownName(f"task {task!r} has no Hub source; its sources: {', '.join(info.sources)}")
     if task == "ner":
         return HubSpec.of("unimelb-nlp/wikiann", lang)
-    if task in ("pos", "name"):
+    if task in UD_TASKS:
         if treebank is None and lang not in UD_TREEBANKS:
             raise UnknownName(f"no default UD treebank for {lang!r} (defaults: "
                               f"{', '.join(f'{k}={v}' for k, v in UD_TREEBANKS.items())}); pass treebank=")
@@ -130,7 +135,7 @@ def known_task(path: str, config: str | None, task: str) -> str | None:
     if path in _ALIAS_TASK:
         return _ALIAS_TASK[path]
     if path == "universal-dependencies/universal_dependencies":
-        return "name" if task == "name" else "pos"
+        return task if task in UD_TASKS else "pos"
     if path == "nyu-mll/glue":
         if config not in GLUE_COLUMNS:
             raise UnknownName(f"GLUE has no config {config!r}; known: {', '.join(GLUE_COLUMNS)}")
@@ -218,11 +223,13 @@ def _ud(raw: datasets.DatasetDict, task: str) -> tuple[datasets.DatasetDict, lis
             toks.append([words[i] for i in keep])
             if task == "pos":
                 tags.append([UNIVERSAL_TAGS.index(UPOS.get(upos[i], "X")) for i in keep])
+            elif task == "upos":
+                tags.append([UD_UPOS_TAGS.index(upos[i] if upos[i] in UD_UPOS_TAGS else "X") for i in keep])
             else:
                 tags.append([NAME_TAGS.index(t) for t in bio_names([upos[i] == "PROPN" for i in keep])])
         return {"tokens": toks, "tags": tags}
 
-    labels = list(UNIVERSAL_TAGS if task == "pos" else NAME_TAGS)
+    labels = list({"pos": UNIVERSAL_TAGS, "upos": UD_UPOS_TAGS}.get(task, NAME_TAGS))
     out = {}
     for split, ds in raw.items():
         names = _class_names(ds, "upos") or []
@@ -274,14 +281,14 @@ def load_hub(task: str, lang: str, *, data_files: Mapping[str, str | Path] | Non
 
     ``path`` / ``config`` replace the task's own Hub data set and config (e.g. a local copy of it, or WikiANN's
     ``sw`` for a language code the registry does not list)."""
-    spec = hub_spec(task, lang, treebank=treebank or (config if task in ("pos", "name") else None))
+    spec = hub_spec(task, lang, treebank=treebank or (config if task in UD_TASKS else None))
     if path is not None or config is not None:
         spec = HubSpec.of(path or spec.path, config or spec.config)
     raw = _load_raw(spec, data_files, **load_kw)
     info = get_task(task)
     if task == "ner":
         dd, labels = _wikiann(raw)
-    elif task in ("pos", "name"):
+    elif task in UD_TASKS:
         dd, labels = _ud(raw, task)
     elif task in GLUE_COLUMNS:
         dd, labels = _pairs(raw, *GLUE_COLUMNS[task], None)

@@ -20,7 +20,7 @@ from typing import Literal
 
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import SPLITS
-from headprune_core.data.tagsets import NAME_TAGS, UNIVERSAL_TAGS
+from headprune_core.data.tagsets import NAME_TAGS, UD_UPOS_TAGS, UNIVERSAL_TAGS
 
 Kind = Literal["token", "sentence"]
 Source = Literal["embedded", "hub", "local", "registered"]
@@ -100,6 +100,10 @@ TASKS: dict[str, TaskInfo] = {t.name: t for t in (
              "dante-corpora 2.0.5: danteshots/stance.csv + base.csv", ("favour", "neutral", "against"),
              licence="MIT"),
     # Hub-only tasks (need network or a local copy laid out like the Hub data).
+    TaskInfo("upos", "token", ("*",),
+             "Part-of-speech tagging with UD's own 17 tags (v2), as Ma et al. 2021 tag UD v2.7 (the embedded "
+             "'pos' maps them onto 12)", "Hub: universal_dependencies (config = treebank; parquet export)",
+             UD_UPOS_TAGS, ("hub", "local"), "per treebank (most CC BY-SA 4.0)"),
     TaskInfo("ner", "token", ("*",), "Named-entity recognition (WikiANN: PER, ORG, LOC; 176 languages)",
              "Hub: unimelb-nlp/wikiann (config = language)", (), ("hub", "local")),
     *(TaskInfo(name, "sentence", ("en",), desc, f"Hub: nyu-mll/glue ({name})", (), ("hub",))

@@ -96,6 +96,9 @@ UPOS: dict[str, str] = {
     "PUNCT": "PUNCT", "SCONJ": "CONJ", "SYM": "X", "VERB": "VERB", "X": "X",
 }
 UPOS_PROPER = frozenset({"PROPN"})
+UD_UPOS_TAGS: tuple[str, ...] = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
+                                 "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X")
+"""UD's own 17 part-of-speech tags (v2), unmapped: the ``upos`` task (Ma et al. 2021 tag UD v2.7 with them)."""
 
 # The older universal tags of the Turkish treebanks (Petrov-style, plus ONOM and AFFIX).
 TR_UNIVERSAL: dict[str, str] = {

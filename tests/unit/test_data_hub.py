@@ -57,6 +57,10 @@ def test_universal_dependencies_pos_and_name(tmp_path):
     name = load_task("name", "fr", source="hub", data_files=files, treebank="fr_sequoia")
     assert [NAME_TAGS[t] for t in name.dataset["train"][0]["tags"]] == ["B-NAME", "I-NAME"] + ["O"] * 5
     assert name.meta["hub_config"] == "fr_sequoia"
+    upos_task = load_task("upos", "fr", source="hub", data_files=files)  # UD's own 17 tags, unmapped (Ma et al.)
+    assert len(upos_task.labels) == 17 and upos_task.labels[0] == "ADJ"
+    assert [upos_task.labels[t] for t in upos_task.dataset["test"][0]["tags"]] == [
+        "PROPN", "PROPN", "VERB", "ADP", "DET", "NOUN", "PUNCT"]
 
 
 def test_xnli_pairs(tmp_path):
