@@ -248,6 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true",
                    help="print the jobs, what is cached, each job's memory and an estimated time from measured job "
                         "times on this machine, or with --address on that cluster's nodes; run nothing")
+    p.add_argument("--gpu-type", default="A100", choices=["A100", "H100", "L4"],
+                   help="with --dry-run: the GPU the GPU-time line estimates for, from FLOPs unless jobs in this "
+                        "cache were measured on a GPU (default A100)")
+    p.add_argument("--plan-only", action="store_true",
+                   help="with --dry-run: size Hub models and data sets from the recorded tables, downloading "
+                        "nothing (a dry run without the Hub does this by itself); whether jobs are cached is then "
+                        "unknown, so every job counts as to do")
     p.add_argument("--running", action="store_true",
                    help="run nothing: exit 0 if a sweep of this name runs on this cache now (its progress and log "
                         "are in cache/sweeps/NAME/), 1 if none does")

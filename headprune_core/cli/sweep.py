@@ -5,7 +5,10 @@ from __future__ import annotations
 import sys
 
 from headprune_core.base.progress import TqdmProgress
-from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
+from headprune_core.data.hub import HubUnavailable
+from headprune_core.encoders.models import ModelLoadError
+from headprune_core.plans.sweep import SweepSpec, build_graph
+from headprune_core.plans.sweep_cost import dry_run, format_dry_run
 from headprune_core.plans.sweep_ray import check_reachable, retry_text, run_sweep, shape_at
 from headprune_core.plans.sweep_record import list_sweeps, progress_summary, running_sweeps
 
@@ -21,10 +24,13 @@ def cmd_sweep(args) -> int:
         return 1
     if args.address:
         check_reachable(args.address)  # before any work: Ray itself waits minutes for an address that never answers
-    graph = build_graph(spec, device=args.device)
+    if args.plan_only and not args.dry_run:
+        print("--plan-only plans a dry run: give --dry-run too", file=sys.stderr)
+        return 2
+    graph = _graph(spec, args)
     if args.dry_run:
         cluster = shape_at(args.address) if args.address else None
-        print(format_dry_run(dry_run(graph, cpus=args.cpus, cluster=cluster)))
+        print(format_dry_run(dry_run(graph, cpus=args.cpus, cluster=cluster, gpu=args.gpu_type)))
         return 0
     counts = graph.counts()
     _say_resumed(spec.name, counts, len(graph.jobs))
@@ -47,6 +53,21 @@ def cmd_sweep(args) -> int:
     for node in res.skipped:
         print(f"  skipped: {node.what}: {node.error}", file=sys.stderr)
     return 0 if res.ok else 1
+
+
+def _graph(spec, args):
+    """The sweep's jobs; a dry run that cannot reach a Hub model or data set plans from the recorded tables
+    (runs/planning.py) and says so."""
+    try:
+        return build_graph(spec, device=args.device, planning=args.plan_only)
+    except (HubUnavailable, ModelLoadError) as err:
+        if not args.dry_run:
+            raise
+        first = " ".join(str(err).split())
+        print(f"note: {first[:300]}{'...' if len(first) > 300 else ''}\nnote: planning from the recorded sizes "
+              "of the Hub's models and data sets instead (headprune_core/data/hub_sizes.json, "
+              "headprune_core/encoders/known_models.json)")
+        return build_graph(spec, device=args.device, planning=True)
 
 
 def _say_resumed(name: str, counts: dict, total: int) -> None:

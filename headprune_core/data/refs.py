@@ -29,7 +29,7 @@ from typing import Any
 
 from headprune_core.base.files import read_json
 from headprune_core.data.formats import FORMATS
-from headprune_core.data.hub import UD_TREEBANKS, known_task, load_hub, load_hub_generic
+from headprune_core.data.hub import UD_TASKS, UD_TREEBANKS, HubSpec, hub_spec, known_task, load_hub, load_hub_generic
 from headprune_core.data.loading import TaskData, load_embedded, load_local, relabel
 from headprune_core.data.registry import SOURCES, TASKS, UnknownName
 
@@ -173,11 +173,26 @@ def load_ref(ref: DataRef | str, task: str, lang: str, *, labels: list[str] | No
     return relabel(data, labels) if labels else data
 
 
+def hub_spec_of(ref: DataRef | str, task: str, lang: str) -> HubSpec | None:
+    """The Hub data set and config ``ref`` reads for ``task`` in ``lang`` (None: not a Hub data set with a built-in
+    converter, e.g. embedded or local data, or a generic Hub set read by its columns)."""
+    ref = parse_ref(ref)
+    if ref.kind != "hub":
+        return None
+    if not ref.name:  # the task's own data set, as load_hub reads it
+        spec = hub_spec(task, lang, treebank=ref.config if task in UD_TASKS else None)
+        return HubSpec.of(spec.path, ref.config) if ref.config else spec
+    builtin = known_task(ref.name, ref.config, task)
+    if builtin is None or ref.columns:
+        return None
+    return HubSpec.of(ref.name, ref.config or _default_config(builtin, lang))
+
+
 def _default_config(task: str, lang: str) -> str | None:
     """The config a built-in Hub converter uses for ``lang`` when the reference names none."""
     if task in ("ner", "xnli", "paws-x"):
         return lang
-    if task in ("pos", "name"):
+    if task in UD_TASKS:
         return UD_TREEBANKS.get(lang)
     return task  # GLUE: the config is the task
 

@@ -97,13 +97,18 @@ def encoder_flops(model: torch.nn.Module, seq: int, *, mask: torch.Tensor | None
     ``torch.utils.flop_counter`` counts; the tests compare the two).
     """
     hidden, ffn = hidden_sizes(model)
-    d = head_dim(model)
     present = present_mask(model)
     if mask is not None:
         present = present * (torch.as_tensor(mask, dtype=torch.float32) != 0)
-    heads = present.sum(dim=1).tolist()  # kept heads per layer
-    n_layers = len(heads)
-    e = 1 if elementwise else 0
+    return config_flops(hidden=hidden, ffn=ffn, head_dim=head_dim(model), heads=present.sum(dim=1).tolist(),
+                        seq=seq, n_labels=n_labels, elementwise=elementwise)
+
+
+def config_flops(*, hidden: int, ffn: int, head_dim: int, heads: list[int], seq: int, n_labels: int = 0,
+                 elementwise: bool = True) -> dict[str, float]:
+    """:func:`encoder_flops` from sizes alone (no model built): ``heads`` is the number of heads in each layer.
+    A dry run estimates a job's GPU time from it (runs/gpu_estimate.py)."""
+    n_layers, d, e = len(heads), head_dim, 1 if elementwise else 0
     proj = sum(2 * seq * hidden * h * d * 4 for h in heads)  # (seq, hidden) x (hidden, h*d), 3 in + 1 out
     scores = sum(h * (2 * seq * seq * d * 2 + e * SOFTMAX_FLOPS * seq * seq) for h in heads)
     ffn_flops = n_layers * (2 * seq * hidden * ffn * 2 + e * 8 * seq * ffn)

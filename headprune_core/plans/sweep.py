@@ -29,14 +29,16 @@ import torch
 from headprune_core.base.files import check_name, read_json
 from headprune_core.base.specs import check_object
 from headprune_core.data.refs import parse_sources
+from headprune_core.encoders.known import config_params, known_config
 from headprune_core.encoders.models import resolve
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.multitask.plan import GradTSPlan
 from headprune_core.plans.plan import StudyPlan, plan_jobs
 from headprune_core.plans.presets import find_plan
 from headprune_core.runs.config import RunConfig, nested_configs
-from headprune_core.runs.estimate import JOB_KINDS, estimate, later_jobs, later_seconds, measured_rates, minutes
+from headprune_core.runs.estimate import JOB_KINDS
 from headprune_core.runs.jobs import describe
+from headprune_core.runs.planning import PlannedStudy
 from headprune_core.runs.retrain import refinetune_parts
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
@@ -48,7 +50,7 @@ MAX_POINTS = 1000
 of jobs, so a larger grid is almost surely a mistake (a seed range typed as a list); split it into specs."""
 
 RESOURCE_NAMES = ("num_cpus", "num_gpus", "memory_gb")
-SPEC_FIELDS = ("name", "description", "preset", "models", "data", "seeds", "resources", "kinds")
+SPEC_FIELDS = ("name", "description", "preset", "models", "data", "seeds", "source_grid", "resources", "kinds")
 """A spec's own fields; every other field is a study-plan field (see StudyPlan) shared by every grid point."""
 
 
@@ -83,13 +85,16 @@ def default_resources(gpus: float) -> dict[str, dict[str, float]]:
 @dataclass(frozen=True)
 class SweepSpec:
     """A grid of studies. ``plan`` holds the study-plan fields every point shares; the grid is ``models`` x
-    ``data`` (source maps, ``{}`` = embedded corpora) x ``seeds`` (fine-tuning seeds; empty: the plan's)."""
+    ``data`` (source maps, ``{}`` = embedded corpora) x ``seeds`` (fine-tuning seeds; empty: the plan's) x
+    ``source_grid`` (the cross setting's training languages of each point, e.g. ``[["en"], ["zh"], ["ar"]]`` as
+    Ma et al. train on each of three; empty: the plan's ``source_langs``)."""
 
     name: str
     plan: dict
     models: tuple[str, ...]
     data: tuple[dict, ...] = ({},)
     seeds: tuple[int, ...] = ()
+    source_grid: tuple[tuple[str, ...], ...] = ()
     resources: dict = field(default_factory=dict)
     description: str = ""
     # the plans' jobs of these kinds (and what they read) form the sweep; default every kind. The demo's cold
@@ -137,10 +142,16 @@ class SweepSpec:
         seeds = data.get("seeds", [])
         if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
             raise ValueError(f"{where}: seeds must be a list of whole numbers, got {seeds!r}")
-        size = len(models) * len(sources) * max(1, len(seeds))  # counted before anything is expanded
+        grid = data.get("source_grid", [])
+        if not isinstance(grid, list) or not all(isinstance(g, list) and g and all(isinstance(x, str) for x in g)
+                                                 for g in grid):
+            raise ValueError(f"{where}: source_grid must be a list of language lists (e.g. [[\"en\"], [\"zh\"]]), "
+                             f"got {grid!r}")
+        size = len(models) * len(sources) * max(1, len(seeds)) * max(1, len(grid))  # before anything is expanded
         if size > MAX_POINTS:
+            by = f" x {len(grid)} source languages" if grid else ""
             raise ValueError(f"{where}: the grid has {size:,} points ({len(models)} models x {len(sources)} data "
-                             f"x {len(seeds) or 1} seeds); a sweep has at most {MAX_POINTS:,}: split it into "
+                             f"x {len(seeds) or 1} seeds{by}); a sweep has at most {MAX_POINTS:,}: split it into "
                              "several specs")
         resources = _check_resources(data.get("resources", {}), where)
         kinds = data.get("kinds", list(JOB_KINDS))
@@ -150,7 +161,8 @@ class SweepSpec:
             if kind not in JOB_KINDS:
                 raise ValueError(f"{where}: unknown job kind {kind!r} in kinds; known: {', '.join(JOB_KINDS)}")
         spec = cls(name=name, plan=plan, models=tuple(models), data=tuple(parsed), seeds=tuple(seeds),
-                   resources=resources, description=str(data.get("description", "")),
+                   source_grid=tuple(tuple(g) for g in grid), resources=resources,
+                   description=str(data.get("description", "")),
                    kinds=tuple(k for k in JOB_KINDS if k in kinds))
         spec.plans(where=where)  # every grid point is a valid plan
         return spec
@@ -162,21 +174,26 @@ class SweepSpec:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "description": self.description, **self.plan, "models": list(self.models),
-                "data": list(self.data), "seeds": list(self.seeds), "resources": self.resources,
+                "data": list(self.data), "seeds": list(self.seeds),
+                **({"source_grid": [list(g) for g in self.source_grid]} if self.source_grid else {}),
+                "resources": self.resources,
                 "kinds": list(self.kinds)}
 
-    def points(self) -> list[tuple[str, dict, int | None]]:
-        """The grid: (model, data sources, seed or None) in spec order."""
-        return [(m, d, s) for m in self.models for d in self.data for s in (self.seeds or (None,))]
+    def points(self) -> list[tuple[str, dict, int | None, tuple[str, ...] | None]]:
+        """The grid: (model, data sources, seed or None, source languages or None) in spec order."""
+        return [(m, d, s, g) for m in self.models for d in self.data for s in (self.seeds or (None,))
+                for g in (self.source_grid or (None,))]
 
     def plans(self, *, where: str | None = None) -> list[StudyPlan]:
         """One study plan per grid point (named ``<sweep>-<n>``)."""
         out = []
-        for i, (model, sources, seed) in enumerate(self.points()):
+        for i, (model, sources, seed, source_langs) in enumerate(self.points()):
             fields = {**self.plan, "name": f"{self.name}-{i + 1}", "model": model, "sources": sources,
                       "description": self.description or f"sweep {self.name}"}
             if seed is not None:
                 fields["train"] = {**fields.get("train", {}), "seed": seed}
+            if source_langs is not None:
+                fields["source_langs"] = list(source_langs)
             label = f"{where or 'sweep ' + repr(self.name)}: {self.label(i)}"
             try:
                 out.append(StudyPlan.from_dict(fields, where=label))
@@ -188,10 +205,11 @@ class SweepSpec:
         return out
 
     def label(self, i: int) -> str:
-        """What tells grid point ``i`` apart: its model, data and seed (only the dimensions that vary)."""
-        n_seeds = len(self.seeds) or 1
-        model, data_index = self.models[i // (len(self.data) * n_seeds)], (i // n_seeds) % len(self.data)
-        seed = self.seeds[i % n_seeds] if self.seeds else None
+        """What tells grid point ``i`` apart: its model, data, seed and source languages (only the dimensions
+        that vary)."""
+        model, _, seed, source_langs = self.points()[i]
+        n_seeds, n_grid = len(self.seeds) or 1, len(self.source_grid) or 1
+        data_index = (i // (n_seeds * n_grid)) % len(self.data)
         parts = []
         if len(set(self.models)) > 1:
             parts.append(model)
@@ -199,6 +217,8 @@ class SweepSpec:
             parts.append(f"data #{data_index + 1}")
         if len(set(self.seeds)) > 1:
             parts.append(f"seed {seed}")
+        if len(set(self.source_grid)) > 1:
+            parts.append(f"from {'+'.join(source_langs)}")
         return ", ".join(parts) or "the only grid point"
 
 
@@ -248,20 +268,24 @@ class SweepGraph:
     """The jobs of a sweep, de-duplicated by key, each with the ids of what it reads (a plan's jobs come after
     what they read; a re-fine-tuning's parts are added after it, when its ranking is in the cache)."""
 
-    def __init__(self, spec: SweepSpec, *, store: Store | None = None, device: str = "auto"):
+    def __init__(self, spec: SweepSpec, *, store: Store | None = None, device: str = "auto", planning: bool = False):
         self.spec = spec
         self.store = store or Store()
         self.device = device
+        self.planning = planning  # sizes of Hub data and models from the shipped tables (runs/planning.py)
         self.plans = spec.plans()
         shared: dict[tuple, Study] = {}  # grid points that differ only by seed read the same data and model
         self.studies = []
         for plan in self.plans:
             same = (plan.model, json.dumps(plan.sources, sort_keys=True), plan.finetuned)
             if same not in shared:
-                shared[same] = plan.study(store=self.store, device=device, progress=False)
+                shared[same] = (PlannedStudy(plan.model, store=self.store, device=device, progress=False,
+                                             sources=plan.sources, finetuned=plan.finetuned) if planning else
+                                plan.study(store=self.store, device=device, progress=False))
             self.studies.append(shared[same])
         self.jobs: dict[str, JobNode] = {}
         self._params: dict[str, int | None] = {}  # model id -> parameters (memory requests)
+        self._configs: dict[str, dict | None] = {}  # model id -> config fields
         # what tells the grid points' jobs apart in their names
         self.suffixes = [f" [{spec.label(i)}]" if len(self.plans) > 1 else "" for i in range(len(self.plans))]
         for i, (plan, study) in enumerate(zip(self.plans, self.studies)):
@@ -350,13 +374,20 @@ class SweepGraph:
             return out
         model = self.plans[job.plan].model
         if model not in self._params:
-            self._params[model] = model_params(model)
+            config = self.config_of(model)
+            self._params[model] = None if config is None else config_params(config)
         if self._params[model] is not None:
             copies = MODEL_COPIES[kind]
             if kind == "finetune" and not getattr(job.cfg, "freeze_embeddings", True):
                 copies += TRAINED_EMBEDDINGS
             out["memory"] = WORKER_GB * 2**30 + copies * 4 * self._params[model]
         return out
+
+    def config_of(self, model: str) -> dict | None:
+        """``model``'s config fields (:func:`model_config`), read once per graph."""
+        if model not in self._configs:
+            self._configs[model] = model_config(model)
+        return self._configs[model]
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in ("cached", "todo", "running", "done", "failed", "skipped")}
@@ -373,29 +404,27 @@ FINISHED = ("cached", "done", "failed", "skipped")
 """The states of a job that will not run again in this sweep."""
 
 
-def model_params(model_id: str) -> int | None:
-    """Parameters of ``model_id``'s encoder from its config alone (embeddings and layers; no weights read), or None
-    when the config cannot be read or names no sizes: what a job's memory request scales with."""
+def model_config(model_id: str) -> dict | None:
+    """``model_id``'s config fields (no weights read): a folder's config.json, a Hub model's config (the local
+    cache, else the Hub), else its recorded config (:mod:`headprune_core.encoders.known`), else None."""
     try:
         source, src = resolve(model_id)
         if source == "hub":
             from transformers import AutoConfig  # here: importing transformers takes seconds; only Hub ids need it
-            config = AutoConfig.from_pretrained(src).to_dict()
-        else:
-            config = json.loads((Path(src) / "config.json").read_text(encoding="utf-8"))
+            return AutoConfig.from_pretrained(src).to_dict()
+        return json.loads((Path(src) / "config.json").read_text(encoding="utf-8"))
     except Exception as err:  # noqa: BLE001 -- a model that cannot be sized asks no memory (the dry run says so)
-        log.warning("cannot size %s for its memory request: %s", model_id, err)
-        return None
+        config = known_config(model_id)
+        if config is None:
+            log.warning("cannot size %s for its memory request: %s", model_id, err)
+        return config
 
-    def size(*names: str) -> int | None:  # BERT-like names, then DistilBERT's
-        return next((config[n] for n in names if isinstance(config.get(n), int)), None)
 
-    hidden, layers = size("hidden_size", "dim"), size("num_hidden_layers", "n_layers")
-    ffn, vocab = size("intermediate_size", "hidden_dim"), size("vocab_size")
-    if None in (hidden, layers, ffn, vocab):
-        return None
-    positions = size("max_position_embeddings") or 512
-    return (vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * ffn)
+def model_params(model_id: str) -> int | None:
+    """Parameters of ``model_id``'s encoder from its config alone (embeddings and layers), or None when the config
+    cannot be read or names no sizes: what a job's memory request scales with."""
+    config = model_config(model_id)
+    return None if config is None else config_params(config)
 
 
 @dataclass(frozen=True)
@@ -462,8 +491,11 @@ def local_shape(cpus: int | None = None) -> ClusterShape:
                                                    memory),))
 
 
-def build_graph(spec: SweepSpec, *, store: Store | None = None, device: str = "auto") -> SweepGraph:
-    return SweepGraph(spec, store=store, device=device)
+def build_graph(spec: SweepSpec, *, store: Store | None = None, device: str = "auto",
+                planning: bool = False) -> SweepGraph:
+    """The sweep's jobs; ``planning``: Hub data and models sized from the shipped tables, nothing read from the Hub
+    (a dry run's plan: every job counts as to do)."""
+    return SweepGraph(spec, store=store, device=device, planning=planning)
 
 
 def job_resources(spec: SweepSpec, gpus: float = 0.0) -> dict[str, dict[str, float]]:
@@ -472,114 +504,3 @@ def job_resources(spec: SweepSpec, gpus: float = 0.0) -> dict[str, dict[str, flo
     for kind, res in spec.resources.items():
         resources[kind] = {**resources[kind], **res}
     return resources
-
-
-def dry_run(graph: SweepGraph, *, cpus: int | None = None, cluster: ClusterShape | None = None) -> dict:
-    """What a run would do, computing nothing: jobs per kind (total, cached, to compute), estimated compute
-    time from measured job times at the CPU threads each job gets, and a wall-time estimate on ``cluster`` (default:
-    this machine, with ``cpus`` CPUs): each job shares the time with as many of its kind as the nodes hold at once
-    (their CPUs, GPUs and memory), never below the longest chain of jobs that wait for each other."""
-    rates = measured_rates(graph.store)
-    cluster = cluster or local_shape(cpus)
-    gpus = cluster.total("gpus")
-    kinds: dict[str, dict] = {}
-    finish: dict[str, float] = {}
-    unknown, notes, scaled, slots = set(), set(), set(), {}
-    total = parallel = 0.0
-    for n in graph.jobs.values():
-        kind = n.cfg.kind
-        row = kinds.setdefault(kind, {"jobs": 0, "cached": 0, "todo": 0, "seconds": 0.0, "memory": 0.0,
-                                      "at_once": None})
-        row["jobs"] += 1
-        request, at_once = _placed(graph, n, cluster, gpus, notes)
-        row["memory"] = max(row["memory"], request["memory"])
-        row["at_once"] = at_once if row["at_once"] is None else min(row["at_once"], at_once)
-        slots[n.id] = at_once
-        secs = 0.0
-        if n.state == "cached":
-            row["cached"] += 1
-        else:
-            row["todo"] += 1
-            est, how = estimate(n.cfg, rates, cpus=max(request["num_cpus"], 1e-3))
-            if est is None:
-                unknown.add(kind)
-            else:
-                secs = est
-                if how != "measured" and how != "assembles cached parts":
-                    scaled.add((how.removeprefix("measured, "), kind))
-            row["seconds"] += secs
-            total += secs
-            parallel += secs / at_once
-        finish[n.id] = secs  # its own time, for now; the chain through what it reads below
-    per_job = {kind: max(res["num_cpus"], 1e-3) for kind, res in job_resources(graph.spec, gpus).items()}
-    pending = [n for n in graph.jobs.values() if not n.expanded and n.state == "todo"]
-    later = sum(sum(later_jobs(n.cfg)) for n in pending)
-    later_each = [later_seconds(n.cfg, rates, per_job) for n in pending]
-    later_total = None if None in later_each else sum(later_each)
-    if later_total:
-        total += later_total
-        for n, secs in zip(pending, later_each):
-            # its parts (fine-tunes, each with its evaluations) wait for its ranking, not for each other
-            finish[n.id] += secs / max(1, later_jobs(n.cfg)[0])
-            parallel += secs / slots[n.id]  # fine-tunes and evaluations of the same model
-    critical = _longest_chain(graph, finish)
-    return {"name": graph.spec.name, "plans": len(graph.plans), "jobs": len(graph.jobs),
-            "cached": sum(r["cached"] for r in kinds.values()), "todo": sum(r["todo"] for r in kinds.values()),
-            "kinds": kinds, "seconds": total, "cpus": cluster.total("cpus"), "cluster": cluster.describe(),
-            "wall_seconds": max(parallel, critical), "critical_seconds": critical, "unknown_kinds": sorted(unknown),
-            "notes": [f"{', '.join(sorted(k for h, k in scaled if h == how))}: {how}"
-                      for how in sorted({h for h, _ in scaled})] + sorted(notes),
-            "measured_entries": sum(n for r in rates.values() for _, n in r.values()),
-            "later_jobs": later, "later_seconds": later_total}
-
-
-def _placed(graph: SweepGraph, job: JobNode, cluster: ClusterShape, gpus: float, notes: set) -> tuple[dict, int]:
-    """``job``'s request as ``cluster`` can meet it, and how many such jobs run at once there (at least 1: what
-    fits no node is noted, and counted as one at a time)."""
-    request = graph.request(job, gpus)
-    if not request["memory"]:
-        notes.add(f"{graph.plans[job.plan].model}: its size is unknown, so its jobs ask for no memory")
-    try:
-        request, note = cluster.fit(request, job.cfg.kind)
-    except ValueError as err:
-        notes.add(str(err))
-        return request, 1
-    if note:
-        notes.add(note)
-    return request, max(1, cluster.at_once(request))
-
-
-def _longest_chain(graph: SweepGraph, finish: dict[str, float]) -> float:
-    """The latest finishing time if each job starts once what it reads is done (``finish``: each job's time)."""
-    ends: dict[str, float] = {}
-
-    def end(nid: str) -> float:
-        if nid not in ends:
-            ends[nid] = finish[nid] + max((end(d) for d in graph.jobs[nid].deps), default=0.0)
-        return ends[nid]
-
-    return max((end(nid) for nid in graph.jobs), default=0.0)
-
-
-def format_dry_run(report: dict) -> str:
-    lines = [f"sweep {report['name']}: {report['plans']} grid point(s), {report['jobs']} jobs, "
-             f"{report['cached']} cached, {report['todo']} to compute",
-             f"  on {report['cluster']}"]
-    lines.append(f"  {'kind':<11}{'jobs':>6}{'cached':>8}{'to do':>7}  {'est. compute':<14}{'memory':>8}{'at once':>9}")
-    for kind, row in report["kinds"].items():
-        est = "unknown" if kind in report["unknown_kinds"] and row["todo"] else minutes(row["seconds"])
-        memory = f"{row['memory'] / 2**30:.1f} GB" if row["memory"] else "-"
-        lines.append(f"  {kind:<11}{row['jobs']:>6}{row['cached']:>8}{row['todo']:>7}  {est:<14}{memory:>8}"
-                     f"{row['at_once']:>9}")
-    if report["later_jobs"]:
-        est = "not estimated" if report["later_seconds"] is None else \
-            f"about {minutes(report['later_seconds'])}, included below"
-        lines.append(f"  + {report['later_jobs']} re-fine-tuning jobs, known once their rankings are scored ({est})")
-    notes = [f"from {report['measured_entries']} measured entries in this cache"] + report["notes"]
-    if report["unknown_kinds"]:
-        notes.append(f"{', '.join(report['unknown_kinds'])}: no measured time yet, counted as 0")
-    lines.append(f"estimated compute {minutes(report['seconds'])} ({'; '.join(notes)}); on {report['cpus']:g} "
-                 f"CPUs about {minutes(report['wall_seconds'])} wall (longest chain "
-                 f"{minutes(report['critical_seconds'])}), plus starting Ray (a local cluster: 4.7-5.4 s "
-                 "measured on 2 cores)")
-    return "\n".join(lines)

@@ -67,12 +67,13 @@ than with 1 (2 ** 0.72 = 1.65)."""
 Rates = dict[tuple[str, str], dict[int, tuple[float, int]]]
 
 
-def measured_rates(store: Store) -> Rates:
+def measured_rates(store: Store, *, gpu: bool = False) -> Rates:
     """Seconds per unit of :func:`job_work` from every entry that recorded its time (a fine-tune's training log
-    too): ``{(kind, model): {threads: (seconds per unit, entries measured)}}`` (threads 0: not recorded)."""
+    too): ``{(kind, model): {threads: (seconds per unit, entries measured)}}`` (threads 0: not recorded). Entries
+    computed on a GPU count only with ``gpu`` (and then only they do, under threads 0)."""
     sums: dict[tuple[str, str, int], list[float]] = {}
     for e in store.entries():
-        if e.kind not in JOB_KINDS or e.stale:
+        if e.kind not in JOB_KINDS or e.stale or (e.device or "cpu").startswith("cuda") != gpu:
             continue
         seconds = e.seconds
         if seconds is None and e.kind == "finetune":
@@ -88,7 +89,7 @@ def measured_rates(store: Store) -> Rates:
             continue
         work = job_work(cfg)
         if work > 0:
-            acc = sums.setdefault((e.kind, _model_of(cfg), e.threads or 0), [0.0, 0.0, 0])
+            acc = sums.setdefault((e.kind, _model_of(cfg), 0 if gpu else e.threads or 0), [0.0, 0.0, 0])
             acc[0] += float(seconds)
             acc[1] += work
             acc[2] += 1

@@ -96,6 +96,7 @@ class Entry:
     schema: int | None = SCHEMA_VERSION  # entries of another schema are never read (their keys are not asked)
     seconds: float | None = None  # how long the computation took (None: not recorded, older entries)
     threads: int | None = None  # torch's CPU threads while it ran
+    device: str | None = None  # "cpu" or "cuda:<GPU name>" (None: not recorded, older entries: the CPU)
 
     @property
     def stale(self) -> bool:
@@ -178,11 +179,12 @@ class Store:
             return None
 
     def put(self, cfg: RunConfig, artifacts: dict[str, Any], *, seconds: float | None = None,
-            threads: int | None = None) -> Path:
+            threads: int | None = None, device: str | None = None) -> Path:
         """Write ``artifacts`` for ``cfg`` atomically; return the entry folder.
 
-        ``seconds`` (how long the computation took) and ``threads`` (torch's CPU threads meanwhile) are recorded
-        beside the artifacts, outside the key: sweeps estimate the time of what is still to compute from them.
+        ``seconds`` (how long the computation took), ``threads`` (torch's CPU threads meanwhile) and ``device``
+        (``cpu`` or ``cuda:<GPU name>``) are recorded beside the artifacts, outside the key: sweeps estimate the
+        time of what is still to compute from them.
 
         Refuses a config with an empty fingerprint (its key would not say what data or model it describes).
         An existing valid entry is kept (another process finished first); a corrupt one is replaced.
@@ -192,6 +194,10 @@ class Store:
             raise ValueError(f"refusing to store a {cfg.kind} result whose config has empty fingerprints "
                              f"({', '.join(empty)}): build configs through Study so the key says what model "
                              "and data it describes")
+        planned = [name for name, value in cfg.fingerprints().items() if str(value).startswith("planned-")]
+        if planned:  # runs/planning.py: sized from the recorded tables, never computed
+            raise ValueError(f"refusing to store a {cfg.kind} result planned without its model or data "
+                             f"({', '.join(planned)} planned): a planning study only counts jobs")
         final = self.path_for(cfg)
         try:
             with atomic_dir(final, replace=lambda existing: not entry_is_valid(existing, cfg)) as tmp:
@@ -201,7 +207,8 @@ class Store:
                 records = [_write_artifact(tmp, name, value) for name, value in artifacts.items()]
                 (tmp / ENTRY).write_text(json.dumps(
                     {"artifacts": records, "created": time.time(), "schema": SCHEMA_VERSION, "key": cfg.key(),
-                     "seconds": None if seconds is None else round(float(seconds), 3), "threads": threads},
+                     "seconds": None if seconds is None else round(float(seconds), 3), "threads": threads,
+                     "device": device},
                     indent=2), encoding="utf-8")
         except OSError as err:
             if err.errno not in _FULL or isinstance(err, CacheWriteError):
@@ -259,7 +266,7 @@ class Store:
             result = compute()
             torch = sys.modules.get("torch")  # loaded by whatever computed; never imported here
             self.put(cfg, result, seconds=time.perf_counter() - start,
-                     threads=torch.get_num_threads() if torch is not None else None)
+                     threads=torch.get_num_threads() if torch is not None else None, device=_ran_on(torch))
         found = self.get(cfg)
         if found is None:  # written but unreadable (disk full, a file changed under us): serve what we computed
             log.error("cache entry %s could not be read back right after it was written; using the result in "
@@ -288,10 +295,11 @@ class Store:
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
                 size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-                seconds, threads = meta.get("seconds"), meta.get("threads")
+                seconds, threads, device = meta.get("seconds"), meta.get("threads"), meta.get("device")
                 out.append(Entry(k, path.name, path, cfg, size, meta.get("created", 0.0), names,
                                  meta.get("schema"), seconds if isinstance(seconds, (int, float)) else None,
-                                 threads if isinstance(threads, int) else None))
+                                 threads if isinstance(threads, int) else None,
+                                 device if isinstance(device, str) else None))
         return sorted(out, key=lambda e: e.created, reverse=True)
 
     def find(self, key_prefix: str) -> Entry:
@@ -423,3 +431,13 @@ def _as_stored(artifacts: dict[str, Any]) -> dict[str, Any]:
     """Artifacts as a read would return them (JSON values through JSON), for when the read-back failed."""
     return {k: v if isinstance(v, (Weights, np.ndarray)) else json.loads(canonical_json(v))
             for k, v in artifacts.items()}
+
+
+def _ran_on(torch) -> str | None:
+    """Where the process's computations ran: ``cuda:<GPU name>`` once CUDA is in use, else ``cpu`` (None without
+    torch)."""
+    if torch is None:
+        return None
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return f"cuda:{torch.cuda.get_device_name()}"
+    return "cpu"

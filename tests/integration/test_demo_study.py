@@ -59,7 +59,8 @@ def test_demo_sweep_spec_is_the_demo_study(demo):
     fixture's study, everything it would run is already in that study's cache."""
     from pathlib import Path
 
-    from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run
+    from headprune_core.plans.sweep import SweepSpec, build_graph
+    from headprune_core.plans.sweep_cost import dry_run
     study, plan, _ = demo
     spec = SweepSpec.from_file(Path(__file__).resolve().parents[2] / "sweeps" / "demo.json")
     full = build_graph(spec, store=study.store)

@@ -13,7 +13,8 @@ import torch
 from headprune_core.base.files import write_file_atomic
 from headprune_core.cli.main import main
 from headprune_core.plans.plan import plan_jobs, run_plan
-from headprune_core.plans.sweep import SweepSpec, build_graph, dry_run, format_dry_run
+from headprune_core.plans.sweep import SweepSpec, build_graph
+from headprune_core.plans.sweep_cost import dry_run, format_dry_run
 from headprune_core.plans.sweep_ray import run_job
 from headprune_core.plans.sweep_record import SweepRecord, list_sweeps
 from headprune_core.runs.estimate import THREAD_SCALING, estimate, job_work, measured_rates

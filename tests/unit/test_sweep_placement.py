@@ -17,10 +17,9 @@ from headprune_core.plans.sweep import (
     NodeShape,
     SweepSpec,
     build_graph,
-    dry_run,
-    format_dry_run,
     model_params,
 )
+from headprune_core.plans.sweep_cost import dry_run, format_dry_run
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 

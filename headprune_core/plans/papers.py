@@ -1,0 +1,232 @@
+"""The papers' own experiments as sweeps: their models, Hub data, languages, settings and training protocol, one
+spec each (``sweeps/<name>.json``, written from :data:`PAPER_PLANS` and checked against it by a test).
+
+``headprune sweep sweeps/ma2021-ner.json --dry-run`` says what one costs (offline too: runs/planning.py), and the
+same command without ``--dry-run`` runs it on this machine's GPUs or a Ray cluster (``--address``). Where a paper's
+data is not on the Hub, the plan names the open set that stands in for it (:attr:`PaperPlan.substitutes`), and every
+view of its results says so. Every plan trains 3 runs (seeds 13, 14, 15) where the paper trained one: a training run
+is the unit of replication, and one run cannot tell a pruning effect from the spread between runs.
+
+>>> sorted(PAPER_PLANS)[:2]
+['budhraja2020-glue', 'budhraja2021-glue']
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SEEDS = [13, 14, 15]
+"""Training seeds of every paper plan's prune-then-retrain runs (the papers: one run each, Ma et al. seed 42)."""
+
+MA_LANGS = ["en", "zh", "ar", "he", "ja", "fa", "de", "nl", "ur"]
+"""Ma et al. 2021's POS and NER languages (Table 1); the sources are EN, ZH and AR."""
+MA_TRAIN = {"epochs": 3.0, "lr": 5e-5, "head_lr": 5e-5, "max_train_sentences": None, "freeze_embeddings": False,
+            "seed": 13}
+"""Ma et al. 2021, Sec 4: "3 epochs with a learning rate of 5e-5 in all the experiments", every weight trained,
+every training sentence. Batch size and sequence length are not given: headprune's defaults."""
+BUDHRAJA_TRAIN = {"epochs": 3.0, "lr": 2e-5, "head_lr": 2e-5, "batch_size": 32, "max_length": 128,
+                  "max_train_sentences": None, "freeze_embeddings": False, "seed": 13}
+"""Budhraja et al. 2020's repository (run_bert.sh): lr 2e-5, 3 epochs, batch 32, 128 tokens; the heads are masked
+before fine-tuning. Their 2021 paper gives no protocol of its own in what we could read: the 2020 one is used."""
+ALL = 1_000_000
+"""A sentence cap above every split: scoring and evaluation read every sentence (capped to the split)."""
+GLUE4 = ["mnli", "qqp", "qnli", "sst2"]
+"""Budhraja et al. 2020's GLUE tasks (MNLI-m, QQP, QNLI, SST-2); their 2021 abstract says "four GLUE tasks"."""
+XNLI = ["ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh"]
+KINDS = ["finetune", "score", "eval", "refinetune"]
+"""The papers report no pruning curves: the sweeps leave them out (they are the bulk of a plan's evaluations)."""
+
+
+@dataclass(frozen=True)
+class PaperPlan:
+    """One experiment of a paper as a sweep spec (:attr:`spec`), with what stands in for the paper's data and where
+    our protocol differs from theirs, and which of the paper's reported numbers (rows of
+    ``findings/paper_numbers.csv``, as filters) and Findings cards its results answer."""
+
+    name: str
+    paper: str  # the paper's id in paper_numbers.csv
+    title: str
+    spec: dict
+    substitutes: dict[str, str] = field(default_factory=dict)  # task -> what stands in for the paper's data
+    differences: tuple[str, ...] = ()
+    cells: tuple[dict, ...] = ()  # paper_numbers.select filters of the reported numbers it answers
+    cards: tuple[str, ...] = ()
+
+    def sweep(self) -> dict:
+        """The sweep spec file's content: name and description first, then the spec's fields."""
+        notes = [f"{t}: {s}" for t, s in self.substitutes.items()] + list(self.differences)
+        description = f"{self.title}." + (f" Substitutes and differences: {' '.join(notes)}" if notes else "")
+        return {"name": self.name, "description": description, **self.spec}
+
+    def path(self, root: Path) -> Path:
+        return root / "sweeps" / f"{self.name}.json"
+
+    def smallest(self, *, targets: int = 2, points: int = 2) -> dict:
+        """This plan's sweep at the smallest size, for the end-to-end tests: every model, task, setting and
+        strategy kept; 6 sentences, 1 epoch, k in 1..2 (shares too), two training seeds, one ranking seed; the
+        first ``points`` source-language points, their languages and ``targets`` more."""
+        spec = json.loads(json.dumps(self.sweep()))
+        spec["name"] = f"{self.name}-smallest"
+        spec["train"] = {**spec["train"], "max_train_sentences": 6, "epochs": 1.0, "batch_size": 4}
+        spec["score_sentences"] = spec["eval_sentences"] = 6
+        for exp in spec["refinetune"]:
+            if exp["strategy"] in ("importance", "reverse", "random"):
+                exp.pop("max_k", None)
+                exp["levels"], exp["shares"] = [1, 2], []
+            exp["seeds"] = exp["seeds"][:2]
+        if spec.get("ranking_seeds"):
+            spec["ranking_seeds"] = spec["ranking_seeds"][:1]
+        spec["source_grid"] = spec["source_grid"][:points]
+        sources = list(dict.fromkeys(x for g in spec["source_grid"] for x in g))
+        spec["langs"] = sources + [x for x in spec["langs"] if x not in sources][:targets]
+        return spec
+
+
+WIKIANN_FOR_MA = ("WikiANN (unimelb-nlp/wikiann, PER/ORG/LOC) stands in for the paper's NER sets (CoNLL-2002/03, "
+                  "People's Daily, iob2corpus, AQMAR, ArmanPersoNER, MK-PUCIT, a news NER set), most of which are not "
+                  "on the Hub; the paper merged extra types into MISC.")
+K_ON_DEV = ("The paper keeps the best of 1..12 pruned heads on its reported scores; here k is picked on the dev "
+            "split and reported on test (the paper's way would favour pruning).")
+
+
+def _ma(task: str, source: str, *, models=("bert-base-multilingual-cased", "xlm-roberta-base"),
+        grid=(("en",), ("zh",), ("ar",)), langs=MA_LANGS, experiments=None, settings=("cross", "multi")) -> dict:
+    return {"models": list(models), "tasks": [task], "langs": list(langs), "settings": list(settings),
+            "source_grid": [list(g) for g in grid], "data": [{task: source}], "train": dict(MA_TRAIN),
+            "method": "gate_grad", "strategies": ["importance"], "random_seeds": [42],
+            "score_sentences": ALL, "eval_sentences": ALL, "ranking_seeds": [14, 15],
+            "refinetune": experiments or [{"strategy": "importance", "max_k": 12, "seeds": SEEDS}],
+            "kinds": KINDS}
+
+
+def _table6(task: str, source: str) -> dict:
+    langs = ["en", "de", "ar", "he", "zh"]
+    grid = [tuple(x for x in langs if x != left) for left in langs]  # train on four, test the fifth
+    return _ma(task, source, models=("bert-base-multilingual-cased",), grid=grid, langs=langs, settings=("cross",),
+               experiments=[{"strategy": "importance", "max_k": 12, "seeds": SEEDS}])
+
+
+def _table5(task: str, source: str) -> dict:
+    return _ma(task, source, models=("bert-base-multilingual-cased",), grid=(("en",),), experiments=[
+        {"strategy": "reverse", "max_k": 12, "seeds": SEEDS},  # Max-Pruning: the top-ranked heads
+        {"strategy": "random", "max_k": 12, "random_seed": 42, "seeds": SEEDS},  # Rand-Pruning, the paper's seed
+        {"strategy": "importance", "max_k": 12, "seeds": SEEDS}])  # the same rows' low-ranked pruning, for contrast
+
+
+def _budhraja(tasks: list[str], langs: list[str], models: list[str], *, pairs: bool) -> dict:
+    shares = [0.25, 0.5, 0.75]
+    experiments = [{"strategy": "random", "shares": shares, "random_seed": draw, "seeds": SEEDS}
+                   for draw in (0, 1, 2)]  # three random draws of the heads
+    experiments += [{"strategy": "importance", "shares": shares, "seeds": SEEDS},
+                    {"strategy": "layers", "seeds": SEEDS}]
+    if pairs:
+        experiments.append({"strategy": "layer_pairs", "seeds": SEEDS})
+    return {"models": models, "tasks": tasks, "langs": langs, "settings": ["cross"], "source_grid": [["en"]],
+            "data": [{t: "hub" for t in tasks}], "train": dict(BUDHRAJA_TRAIN), "method": "gate_grad",
+            "strategies": ["importance"], "random_seeds": [0], "score_sentences": ALL, "eval_sentences": ALL,
+            "refinetune": experiments, "kinds": KINDS}
+
+
+_PLANS = (
+    PaperPlan("ma2021-pos", "ma2021", "Ma et al. 2021, Table 2: POS on UD v2.7 (17 tags) in 9 languages, mBERT and "
+              "XLM-R, cross-lingual from EN, ZH and AR and multilingual; the k lowest-ranked heads pruned, then "
+              "fine-tuned", _ma("upos", "hub"), {}, (K_ON_DEV,),
+              ({"where": ("Table 2", "Sec 4.1", "Figure 1", "Footnote 6"), "task": "POS"},), ("a1", "a2", "c")),
+    PaperPlan("ma2021-ner", "ma2021", "Ma et al. 2021, Table 3: NER in 9 languages, mBERT and XLM-R, cross-lingual "
+              "from EN, ZH and AR and multilingual", _ma("ner", "hub"), {"ner": WIKIANN_FOR_MA}, (K_ON_DEV,),
+              ({"where": ("Table 3", "Sec 4.2", "Figure 1", "Footnote 6"), "task": "NER"},), ("a1", "a2", "c")),
+    PaperPlan("ma2021-table5-pos", "ma2021", "Ma et al. 2021, Table 5 (POS): pruning the top-ranked and random heads "
+              "of mBERT, EN source, both settings", _table5("upos", "hub"), {}, (K_ON_DEV,),
+              ({"where": ("Table 5", "Sec 5.1"), "task": "POS"},), ("b2",)),
+    PaperPlan("ma2021-table5-ner", "ma2021", "Ma et al. 2021, Table 5 (NER): pruning the top-ranked and random heads "
+              "of mBERT, EN source, both settings", _table5("ner", "hub"), {"ner": WIKIANN_FOR_MA}, (K_ON_DEV,),
+              ({"where": ("Table 5", "Sec 5.1"), "task": "NER"},), ("b2",)),
+    PaperPlan("ma2021-table6-pos", "ma2021", "Ma et al. 2021, Table 6 (POS): mBERT trained on four of EN, DE, AR, HE, "
+              "ZH and tested on the fifth", _table6("upos", "hub"), {}, (K_ON_DEV,),
+              ({"where": "Table 6", "task": "POS"},), ("a1",)),
+    PaperPlan("ma2021-table6-ner", "ma2021", "Ma et al. 2021, Table 6 (NER): mBERT trained on four of EN, DE, AR, HE, "
+              "ZH and tested on the fifth", _table6("ner", "hub"), {"ner": WIKIANN_FOR_MA}, (K_ON_DEV,),
+              ({"where": "Table 6", "task": "NER"},), ("a1",)),
+    PaperPlan("budhraja2021-xnli", "budhraja2021", "Budhraja et al. 2021: mBERT on XNLI (15 languages, trained on "
+              "English), random and layer-wise pruning of 25/50/75% of the heads, then fine-tuning",
+              _budhraja(["xnli"], XNLI, ["bert-base-multilingual-cased"], pairs=False), {},
+              ("Budhraja et al. 2021 give no numbers or protocol in what we could read: their 2020 repository's "
+               "training is used (3 epochs, 2e-5, batch 32, 128 tokens).",), (), ("d", "e2", "h")),
+    PaperPlan("budhraja2021-glue", "budhraja2021", "Budhraja et al. 2021: mBERT beside BERT on four GLUE tasks, random "
+              "and layer-wise pruning, then fine-tuning",
+              _budhraja(GLUE4, ["en"], ["bert-base-multilingual-cased", "bert-base-cased"], pairs=False), {},
+              ("The 2021 abstract names 'four GLUE tasks' but not which: the 2020 paper's four are used.",), (),
+              ("h",)),
+    PaperPlan("budhraja2020-glue", "budhraja2020", "Budhraja et al. 2020: BERT-base on MNLI-m, QQP, QNLI and SST-2, "
+              "random pruning of 25/50/75% of the heads (three draws) against importance pruning, layer thirds "
+              "and adjacent layer pairs, then fine-tuning",
+              _budhraja(GLUE4, ["en"], ["bert-base-uncased"], pairs=True), {},
+              ("The paper's 'BERT-base' is taken as bert-base-uncased (its repository's default).",), (),
+              ("e1", "e2", "i")),
+)
+PAPER_PLANS: dict[str, PaperPlan] = {p.name: p for p in _PLANS}
+
+
+def write_sweeps(root: Path) -> list[Path]:
+    """Write every paper plan's sweep spec under ``root/sweeps`` (``python -m headprune_core.plans.papers``)."""
+    out = []
+    for plan in PAPER_PLANS.values():
+        path = plan.path(root)
+        path.write_text(json.dumps(plan.sweep(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.append(path)
+    return out
+
+
+def cost_rows(root: Path, store) -> list[list[str]]:
+    """Each paper plan's dry run without the Hub (runs/planning.py) as a table row: jobs, what it downloads, what its
+    results take on disk, and its time on one A100 (from FLOPs: see runs/gpu_estimate.py). Deterministic: an empty
+    ``store`` and the recorded tables only."""
+    from headprune_core.plans.sweep import SweepSpec, build_graph
+    from headprune_core.plans.sweep_cost import dry_run, hours
+    rows, gb = [], 2**30
+    for plan in PAPER_PLANS.values():
+        graph = build_graph(SweepSpec.from_file(plan.path(root)), store=store, planning=True)
+        report = dry_run(graph, cpus=1)
+        disk, gpu = report["disk"], report["gpu"]
+        models = sum(b for b, _ in disk["models"].values() if b)
+        rows.append([f"[{plan.name}](../sweeps/{plan.name}.json)", str(report["plans"]),
+                     f"{report['jobs']} + {report['later_jobs']}", f"{models / gb:.1f}",
+                     f"{disk['data'] / gb:.2f}" + (f" ({len(disk['data_unknown'])} unknown)"
+                                                   if disk["data_unknown"] else ""),
+                     f"{disk['results'] / gb:.0f}", hours(gpu["seconds"])])
+    return rows
+
+
+COST_HEADER = ["sweep", "grid points", "jobs + re-fine-tuning parts", "models GB", "data GB", "results GB",
+               "one A100 (FLOPs estimate)"]
+
+
+def cost_table(root: Path, store) -> str:
+    """:func:`cost_rows` as the markdown table docs/papers-reproduce.md quotes."""
+    lines = ["| " + " | ".join(COST_HEADER) + " |", "|" + "---|" * len(COST_HEADER)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in cost_rows(root, store)])
+
+
+def substitutes_table() -> str:
+    """Each plan's paper, what stands in for its data and where our protocol differs (docs/papers-reproduce.md)."""
+    lines = ["| sweep | the paper | what stands in, and where ours differs |", "|---|---|---|"]
+    for p in PAPER_PLANS.values():
+        notes = [f"{t}: {s}" for t, s in p.substitutes.items()] + list(p.differences)
+        lines.append(f"| {p.name} | {p.title} | {' '.join(notes) or '-'} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m headprune_core.plans.papers [--doc]: write the sweep files, or print the tables
+    import sys
+    import tempfile
+
+    here = Path(__file__).resolve().parents[2]
+    if "--doc" in sys.argv:
+        from headprune_core.runs.store import Store
+        print(cost_table(here, Store(Path(tempfile.mkdtemp(prefix="headprune-plan-")))), substitutes_table(),
+              sep="\n\n")
+    else:
+        for written in write_sweeps(here):
+            print(written)
