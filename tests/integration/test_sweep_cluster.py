@@ -53,9 +53,12 @@ def ray_processes(folder: str) -> list[int]:
             continue
         try:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            parent[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            state, ppid = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:2]
         except (OSError, IndexError, ValueError):
             continue
+        if state in ("Z", "X"):  # dead: a zombie waits for its parent to collect it, and runs nothing
+            continue
+        parent[int(proc.name)] = int(ppid)
         if folder in cmdline:
             named.add(int(proc.name))
     found, grew = set(named), True
@@ -68,7 +71,8 @@ def ray_processes(folder: str) -> list[int]:
 
 def stop_ray_in(folder: str, *, within: float = 30.0) -> list[int]:
     """Stop the Ray cluster of ``folder`` alone (``ray stop`` stops every Ray process on the machine, a user's own
-    cluster included): SIGTERM, then SIGKILL what is left after ``within`` seconds. Returns what was left."""
+    cluster included): SIGTERM, then SIGKILL what is left after ``within`` seconds, again for ``within`` seconds
+    (a process dying under load, or one a dying raylet started meanwhile). Returns what the SIGTERM left."""
     for pid in ray_processes(folder):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
@@ -76,9 +80,12 @@ def stop_ray_in(folder: str, *, within: float = 30.0) -> list[int]:
     while ray_processes(folder) and time.time() < deadline:
         time.sleep(0.5)
     left = ray_processes(folder)
-    for pid in left:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + within
+    while (alive := ray_processes(folder)) and time.time() < deadline:
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
     return left
 
 
