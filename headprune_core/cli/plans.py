@@ -10,6 +10,7 @@ from headprune_core.cli.runs import with_ci, with_cli_sources
 from headprune_core.multitask.plan import GRADTS_PRESETS
 from headprune_core.plans.plan import plan_jobs, run_plan
 from headprune_core.plans.presets import find_plan
+from headprune_core.plans.sweep_cost import check_study_memory
 from headprune_core.runs.estimate import describe_estimate, estimate_jobs
 
 
@@ -22,6 +23,7 @@ def cmd_study(args) -> int:
     plan = plan.restricted(langs=args.langs, tasks=args.tasks, sentences=args.sentences)
     plan = with_cli_sources(plan, args)
     _check_plan_langs(plan)
+    check_study_memory(plan.model, plan.train, args.device)  # before any work
     study = plan.study(device=args.device)
     _print_estimate(study, plan)
     bar = TqdmProgress(f"study {plan.name}", unit="job", leave=True)

@@ -7,8 +7,8 @@ import sys
 from headprune_core.base.progress import TqdmProgress
 from headprune_core.data.hub import HubUnavailable
 from headprune_core.encoders.models import ModelLoadError
-from headprune_core.plans.sweep import SweepSpec, build_graph
-from headprune_core.plans.sweep_cost import dry_run, format_dry_run
+from headprune_core.plans.sweep import SweepSpec, build_graph, local_shape
+from headprune_core.plans.sweep_cost import check_memory, dry_run, format_dry_run
 from headprune_core.plans.sweep_ray import check_reachable, retry_text, run_sweep, shape_at
 from headprune_core.plans.sweep_record import list_sweeps, progress_summary, running_sweeps
 
@@ -32,6 +32,7 @@ def cmd_sweep(args) -> int:
         cluster = shape_at(args.address) if args.address else None
         print(format_dry_run(dry_run(graph, cpus=args.cpus, cluster=cluster, gpu=args.gpu_type)))
         return 0
+    check_memory(graph, shape_at(args.address) if args.address else local_shape(args.cpus))  # before any work
     counts = graph.counts()
     _say_resumed(spec.name, counts, len(graph.jobs))
     bar = TqdmProgress(f"sweep {spec.name}", unit="job", leave=True, lines=("retrying ",))

@@ -395,8 +395,11 @@ def hub_revision(model_id: str) -> str:
     except Exception as err:  # offline, unknown id, HTTP errors
         raise ModelLoadError(
             f"cannot resolve the revision of Hub model {model_id!r}: it is not in the local Hugging Face cache "
-            f"and the Hub could not be asked ({type(err).__name__}: {' '.join(str(err).split())[:200]}). "
-            f"The embedded default {DEFAULT_MODEL!r} works offline ({PREPARE_HINT}).") from err
+            f"and the Hub could not be asked ({type(err).__name__}: {' '.join(str(err).split())[:200]}). To use a "
+            f"local copy: on a machine with the Hub run `hf download {model_id}` and copy its Hugging Face cache "
+            f"folder (models--{model_id.replace('/', '--')} under ~/.cache/huggingface/hub, or HF_HUB_CACHE) here, "
+            f"or give the model as a folder. The embedded default {DEFAULT_MODEL!r} works offline "
+            f"({PREPARE_HINT}).") from err
     if not sha:
         raise ModelLoadError(f"the Hub gave no commit hash for {model_id!r}")
     return sha

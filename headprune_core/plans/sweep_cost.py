@@ -11,7 +11,7 @@ from headprune_core.data.refs import hub_spec_of
 from headprune_core.encoders.known import config_params
 from headprune_core.encoders.known import download_bytes as known_download
 from headprune_core.encoders.models import resolve
-from headprune_core.plans.sweep import ClusterShape, JobNode, SweepGraph, job_resources, local_shape
+from headprune_core.plans.sweep import WORKER_GB, ClusterShape, JobNode, SweepGraph, job_resources, local_shape
 from headprune_core.runs.estimate import estimate, later_jobs, later_seconds, measured_rates, minutes
 from headprune_core.runs.gpu_estimate import assumptions, gpu_estimate, later_gpu_seconds
 
@@ -234,3 +234,60 @@ def format_gpu(g: dict) -> str:
 def hours(seconds: float) -> str:
     """``"3.2 h"`` from an hour on, else :func:`minutes`."""
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else minutes(seconds)
+
+
+class NotEnoughMemory(ValueError):
+    """A plan's model cannot be fine-tuned in the memory where it would run (said before any work)."""
+
+
+def fine_tune_floor(config: dict, *, freeze_embeddings: bool) -> float:
+    """Bytes a fine-tune of a model of ``config`` needs at the least: fp32 weights, and for each weight it trains a
+    gradient and Adam's two moments (frozen word embeddings: their weights only), plus a worker's own memory
+    (:data:`~headprune_core.plans.sweep.WORKER_GB`). Activations come on top."""
+    params = config_params(config) or 0
+    frozen = config["vocab_size"] * config.get("hidden_size", 0) if freeze_embeddings else 0
+    return WORKER_GB * 2**30 + 4 * frozen + 16 * (params - frozen)
+
+
+def check_memory(graph: SweepGraph, cluster: ClusterShape) -> None:
+    """Raise :class:`NotEnoughMemory`, naming the model, what it needs and what there is, when a fine-tune of the
+    sweep cannot fit on any node of ``cluster`` (its memory for jobs), before any job starts."""
+    largest = max((n.memory for n in cluster.nodes), default=0.0)
+    for n in graph.jobs.values():
+        if n.cfg.kind != "finetune" or n.state != "todo" or n.cfg.from_checkpoint:
+            continue
+        model = graph.plans[n.plan].model
+        config = graph.config_of(model)
+        if config is None:
+            continue
+        need = fine_tune_floor(config, freeze_embeddings=n.cfg.freeze_embeddings)
+        if need > largest:
+            trained = "its word embeddings frozen" if n.cfg.freeze_embeddings else "every weight trained"
+            raise NotEnoughMemory(
+                f"fine-tuning {model} ({trained}) needs at least {need / 2**30:.1f} GB (fp32 weights, gradients and "
+                f"Adam's two moments, before activations), and no node of {cluster.where} has that much for jobs "
+                f"({largest / 2**30:.1f} GB at most): run it on a machine with more memory, or on a cluster "
+                "(--address); 'headprune sweep SPEC --dry-run' says what each job asks for")
+
+
+def check_study_memory(model: str, train: dict, device: str = "auto") -> None:
+    """:func:`check_memory` for one study on this machine: its fine-tunes of ``model`` (``train``: the plan's
+    options) against the GPU's memory when it runs on one, else the memory available."""
+    import torch
+
+    from headprune_core.encoders.device import pick_device
+    from headprune_core.plans.sweep import model_config
+    config = model_config(model)
+    if config is None:
+        return
+    need = fine_tune_floor(config, freeze_embeddings=train.get("freeze_embeddings", True))
+    where = pick_device(device)
+    if where.type == "cuda":
+        have, what = float(torch.cuda.get_device_properties(where).total_memory), f"the GPU ({where})"
+        need -= WORKER_GB * 2**30  # the worker's own memory is on the host
+    else:
+        have, what = local_shape().total("memory"), "this machine (available memory)"
+    if need > have:
+        raise NotEnoughMemory(f"fine-tuning {model} needs at least {need / 2**30:.1f} GB (fp32 weights, gradients and "
+                              f"Adam's two moments, before activations), and {what} has {have / 2**30:.1f} GB: run "
+                              "it where there is more, or as a sweep on a cluster (headprune sweep --address)")

@@ -208,7 +208,8 @@ def test_hub_id_offline_fails_naming_the_default(monkeypatch):
     with pytest.raises(ModelLoadError, match=r"Hub could not be reached.*'me5-small'"):
         load_model("headprune-tests/no-such-model")
     with pytest.raises(ModelLoadError, match=r"cannot resolve the revision of Hub model 'xlm-roberta-base': it is "
-                                             r"not in the local Hugging Face cache.*'me5-small' works offline"):
+                                             r"not in the local Hugging Face cache.*`hf download xlm-roberta-base`.*"
+                                             r"models--xlm-roberta-base.*'me5-small' works offline"):
         model_fingerprint("xlm-roberta-base")
 
 

@@ -139,3 +139,26 @@ def test_a_grid_of_source_languages():
     assert "source_grid" not in SweepSpec.from_dict({**SPEC, "source_grid": []}).to_dict()
     with pytest.raises(ValueError, match="source_grid must be a list of language lists"):
         SweepSpec.from_dict({**SPEC, "source_grid": ["en", "zh"]})
+
+
+def test_a_model_too_large_for_the_memory_is_said_before_any_work(tmp_path, no_hub, monkeypatch):
+    """A sweep or study whose fine-tunes cannot fit where they would run stops before any job, naming the model,
+    what it needs and what there is."""
+    from headprune_core.plans.sweep import ClusterShape, NodeShape
+    from headprune_core.plans.sweep_cost import NotEnoughMemory, check_memory, check_study_memory, fine_tune_floor
+    config = known_config("xlm-roberta-base")
+    every = fine_tune_floor(config, freeze_embeddings=False)
+    frozen = fine_tune_floor(config, freeze_embeddings=True)
+    assert every / 2**30 == pytest.approx(0.75 + 16 * config_params(config) / 2**30) and frozen < 0.6 * every
+    graph = build_graph(SweepSpec.from_dict(SPEC), store=Store(tmp_path), planning=True)
+    small = ClusterShape("a small machine", (NodeShape("n", 2.0, 0.0, 3 * 2**30),))
+    with pytest.raises(NotEnoughMemory, match=r"fine-tuning xlm-roberta-base \(every weight trained\) needs at least "
+                                              r"4\.9 GB .* no node of a small machine has that much for jobs "
+                                              r"\(3\.0 GB"):
+        check_memory(graph, small)
+    check_memory(graph, ClusterShape("a big one", (NodeShape("n", 2.0, 0.0, 64 * 2**30),)))  # fits: nothing said
+    monkeypatch.setattr("headprune_core.plans.sweep_cost.local_shape",
+                        lambda cpus=None: ClusterShape("here", (NodeShape("n", 2.0, 0.0, 2**30),)))
+    with pytest.raises(NotEnoughMemory, match=r"fine-tuning xlm-roberta-base needs at least .* this machine "
+                                              r"\(available memory\) has 1\.0 GB"):
+        check_study_memory("xlm-roberta-base", {"freeze_embeddings": False}, "cpu")
