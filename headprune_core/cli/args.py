@@ -221,6 +221,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: README.md and docs/findings.md here); reads no cache, takes no other option")
     p.add_argument("--model", default=None, help="model (default: the plan's)")
     p.add_argument("--device", default="auto")
+    p.add_argument("--plan-name", default=None, metavar="PAPER_PLAN",
+                   help="a paper plan (sweeps/PAPER_PLAN.json, e.g. ma2021-ner): each number the paper reports beside "
+                        "ours from this cache, with our interval over training runs and test sentences, and whether "
+                        "the paper's number lies inside it; cells not computed yet name their job")
 
     p = sub.add_parser("report", parents=[CACHE],
                        help="write a report to hand out: every Findings card with its numbers, "

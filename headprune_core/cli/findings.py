@@ -9,11 +9,13 @@ import textwrap
 from dataclasses import replace
 
 from headprune_core.base.progress import TqdmProgress
+from headprune_core.findings.beside import beside_markdown, beside_rows
 from headprune_core.findings.cards import Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
 from headprune_core.findings.page import page_control
 from headprune_core.findings.plan import findings_plan
 from headprune_core.findings.report import calibration_line, page_text, report_title, summary_rows
+from headprune_core.plans.papers import PAPER_PLANS
 from headprune_core.plans.presets import find_plan
 
 
@@ -28,6 +30,8 @@ def _findings(args) -> Findings:
 def cmd_findings(args) -> int:
     if args.docs is not None:
         return _write_docs(args)
+    if args.plan_name:
+        return _print_beside(args)
     found = _findings(args)
     plan = found.plan
     if getattr(args, "projection", False):
@@ -55,8 +59,46 @@ def cmd_findings(args) -> int:
         print(f"  {row['card']:>3}  {row['verdict']:<46} {row['here']}  (paper: {row['paper']}; card alone: "
               f"{row['card alone']})")
     print("\n" + textwrap.fill(page_text(page), width=110) + "\n")
+    answered = answered_by()
+    print("At the papers' own size (docs/papers-reproduce.md): " + "; ".join(
+        f"{c.key}: {', '.join(answered[c.key])}" for c in cards if c.key in answered) + "\n")
     for card in cards:
         print(card_text(card))
+    return 0
+
+
+def answered_by() -> dict[str, list[str]]:
+    """Card id -> the paper plans (sweeps) that answer it at the paper's size."""
+    out: dict[str, list[str]] = {}
+    for plan in PAPER_PLANS.values():
+        for card in plan.cards:
+            out.setdefault(card, []).append(f"sweeps/{plan.name}.json")
+    return out
+
+
+def _print_beside(args) -> int:
+    """``findings --plan-name NAME``: the paper's numbers beside ours (findings/beside.py)."""
+    from headprune_core.data.hub import HubUnavailable
+    from headprune_core.encoders.models import ModelLoadError
+    from headprune_core.runs.store import Store
+    unread = ""
+    try:
+        rows = beside_rows(args.plan_name, Store())
+    except (HubUnavailable, ModelLoadError) as err:  # nothing of it can have been computed in this cache
+        rows = beside_rows(args.plan_name, Store(), planning=True)
+        unread = f"Its model or data cannot be read here ({' '.join(str(err).split())[:200]}...): no cell can be read."
+    paper = PAPER_PLANS[args.plan_name]
+    if args.format == "json":
+        print(json.dumps({"plan": paper.name, "paper": paper.paper, "substitutes": paper.substitutes, "unread": unread,
+                          "differences": list(paper.differences), "cards": list(paper.cards),
+                          "beside": [r.cells() for r in rows]}, indent=2))
+        return 0
+    print(f"{paper.title}.\nSweep: sweeps/{paper.name}.json; cards it answers: {', '.join(paper.cards) or 'none'}.")
+    if unread:
+        print(textwrap.fill(unread, width=110))
+    for note in [f"{t}: {s}" for t, s in paper.substitutes.items()] + list(paper.differences):
+        print(textwrap.fill(note, width=110, initial_indent="  - ", subsequent_indent="    "))
+    print("\n" + beside_markdown(rows))
     return 0
 
 

@@ -121,3 +121,26 @@ def test_the_reproduce_page_quotes_the_registry_and_the_dry_runs(tmp_path, monke
         return m.group(1)
     assert block("substitutes") == substitutes_table()
     assert block("cost") == cost_table(REPO, Store(tmp_path)), "regenerate: python -m headprune_core.plans.papers --doc"
+
+
+def test_findings_plan_name_shows_each_number_and_the_job_it_needs(tmp_path, monkeypatch, capsys):
+    """`headprune findings --plan-name NAME` without the Hub: every number the paper reports, each naming the job
+    that computes it (a plan not computed here is a plan half computed, with nothing in it)."""
+    from headprune_core.cli.findings import answered_by
+    from headprune_core.cli.main import main
+
+    def offline(*a, **k):
+        raise ConnectionError("Couldn't reach the Hub (OfflineModeIsEnabled)")
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["findings", "--plan-name", "ma2021-table5-ner", "--cache", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "cannot be read here" in out and "WikiANN (unimelb-nlp/wikiann" in out
+    assert "| Table 5 | bert-base-multilingual-cased | cross-lingual | Max-Pruning | EN->ZH | -1.74 F1 points | - |" \
+        in out
+    assert "missing: prune reverse (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12) then re-fine-tune ner" in out
+    assert "0 of 39 reported numbers computed" in out
+    assert main(["findings", "--plan-name", "ma2021-table5-ner", "--format", "json", "--cache", str(tmp_path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cards"] == ["b2"] and len(data["beside"]) == 39 and data["substitutes"]["ner"]
+    assert "sweeps/ma2021-table5-ner.json" in answered_by()["b2"]

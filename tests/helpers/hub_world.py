@@ -1,0 +1,186 @@
+"""The Hugging Face Hub as a paper plan reads it, on local files: tiny random models of the paper's families saved
+under the paper's model ids where ``huggingface_hub`` caches a download (``models--<id>/snapshots/<commit>/``,
+``refs/main``), and data sets in the exact schemas of the Hub's (WikiANN, UD's parquet export, XNLI, GLUE) in a
+mirror folder (``HEADPRUNE_HUB_MIRROR``). headprune then loads both through the same code that reads the Hub: only
+the download is replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+
+import datasets
+from datasets import ClassLabel, Features, List, Value
+
+from tests.helpers.hub_copy import write_hub_repo, write_parquet_export
+
+WIKIANN_TAGS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
+UD_UPOS = ["NOUN", "PUNCT", "ADP", "NUM", "SYM", "SCONJ", "ADJ", "PART", "DET", "CCONJ", "PROPN", "PRON", "X",
+           "_", "ADV", "INTJ", "VERB", "AUX"]  # the UD builder's ClassLabel order ("_": a multi-word token)
+NLI = ["entailment", "neutral", "contradiction"]
+WORDS = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "tau", "Anna", "Berlin", "runs", "sees",
+         "the", "a", "in", "big", "red", "."]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def write_hub_model(hf_cache: Path, repo_id: str, family: str, *, seed: int = 0) -> Path:
+    """A random 6-layer (layer thirds and layer pairs need 5 or more), 4-head model of ``family`` (``bert`` or
+    ``xlm-roberta``) with a word-level fast tokenizer, cached as a download of ``repo_id`` (its commit a hash of the
+    id); returns the snapshot folder."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + WORDS + [w.lower() for w in WORDS if w != w.lower()])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=64, pad_token="[PAD]",
+                                  unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    common = dict(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=6, num_attention_heads=4,
+                  intermediate_size=64, max_position_embeddings=72, pad_token_id=vocab["[PAD]"])
+    torch.manual_seed(seed)
+    if family == "bert":
+        model = BertModel(BertConfig(**common), add_pooling_layer=False)
+    elif family == "xlm-roberta":
+        model = XLMRobertaModel(XLMRobertaConfig(**common, type_vocab_size=1), add_pooling_layer=False)
+    else:
+        raise ValueError(f"no tiny {family} model")
+    commit = hashlib.sha1(repo_id.encode()).hexdigest()
+    repo = Path(hf_cache) / f"models--{repo_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(snapshot)
+    tok.save_pretrained(snapshot)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(commit)
+    return snapshot
+
+
+def _sentences(rng: random.Random, n: int, length: tuple[int, int] = (3, 7)) -> list[list[str]]:
+    return [[rng.choice(WORDS) for _ in range(rng.randint(*length))] + ["."] for _ in range(n)]
+
+
+def wikiann(rng: random.Random, lang: str, n: int) -> datasets.Dataset:
+    """Rows in WikiANN's schema (tokens, ner_tags as a ClassLabel, langs, spans)."""
+    feats = Features({"tokens": List(Value("string")), "ner_tags": List(ClassLabel(names=WIKIANN_TAGS)),
+                      "langs": List(Value("string")), "spans": List(Value("string"))})
+    rows = []
+    for words in _sentences(rng, n):
+        tags = [1 if w == "Anna" else 5 if w == "Berlin" else 0 for w in words]
+        rows.append({"tokens": words, "ner_tags": tags, "langs": [lang] * len(words),
+                     "spans": [f"{'PER' if t == 1 else 'LOC'}: {w}" for w, t in zip(words, tags) if t]})
+    return datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in feats}, features=feats)
+
+
+def universal_dependencies(rng: random.Random, treebank: str, n: int) -> datasets.Dataset:
+    """Rows in the UD builder's schema (idx, text, tokens, lemmas, upos as a ClassLabel with "_", xpos, feats,
+    head, deprel, deps, misc)."""
+    feats = Features({"idx": Value("string"), "text": Value("string"), "tokens": List(Value("string")),
+                      "lemmas": List(Value("string")), "upos": List(ClassLabel(names=UD_UPOS)),
+                      "xpos": List(Value("string")), "feats": List(Value("string")), "head": List(Value("string")),
+                      "deprel": List(Value("string")), "deps": List(Value("string")), "misc": List(Value("string"))})
+    pos = {"the": "DET", "a": "DET", "in": "ADP", "big": "ADJ", "red": "ADJ", "runs": "VERB", "sees": "VERB",
+           "Anna": "PROPN", "Berlin": "PROPN", ".": "PUNCT"}
+    rows = []
+    for i, words in enumerate(_sentences(rng, n)):
+        m = len(words)
+        rows.append({"idx": f"{treebank}-{i}", "text": " ".join(words), "tokens": words, "lemmas": words,
+                     "upos": [UD_UPOS.index(pos.get(w, "NOUN")) for w in words], "xpos": ["_"] * m,
+                     "feats": ["_"] * m, "head": ["0"] * m, "deprel": ["dep"] * m, "deps": ["_"] * m,
+                     "misc": ["_"] * m})
+    return datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in feats}, features=feats)
+
+
+def pairs(rng: random.Random, first: str, second: str | None, n: int, labels: list[str] | None = None,
+          idx: bool = False) -> datasets.Dataset:
+    """Sentence (pair) rows in XNLI's or a GLUE task's schema: the text columns, a ClassLabel ``label``
+    (``labels``; two classes by default), and GLUE's ``idx``."""
+    labels = labels or ["not_equivalent", "equivalent"]
+    spec = {first: Value("string"), **({second: Value("string")} if second else {}),
+            "label": ClassLabel(names=labels), **({"idx": Value("int32")} if idx else {})}
+    rows = []
+    for i, words in enumerate(_sentences(rng, n)):
+        label = i % len(labels)
+        row = {first: " ".join(words), "label": label, "idx": i}
+        if second:
+            row[second] = " ".join(words[:2] + (["red"] if label else ["."]))
+        rows.append(row)
+    feats = Features(spec)
+    return datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in feats}, features=feats)
+
+
+def write_mirror(root: Path, specs, n: int = 8, seed: int = 0) -> Path:
+    """A mirror folder holding, for each Hub spec (``data.hub.HubSpec``) in ``specs``, that data set's config in
+    the Hub's layout and schema, ``n`` rows a split (GLUE: its own split names)."""
+    from headprune_core.data.hub import GLUE_COLUMNS
+    rng = random.Random(seed)
+    by_path: dict[str, dict] = {}
+    for spec in dict.fromkeys(specs):
+        if spec.path == "unimelb-nlp/wikiann":
+            splits = {s: wikiann(rng, spec.config, n) for s in ("train", "validation", "test")}
+        elif spec.path == "universal-dependencies/universal_dependencies":
+            splits = {s: universal_dependencies(rng, spec.config, n) for s in ("train", "validation", "test")}
+        elif spec.path == "facebook/xnli":
+            splits = {s: pairs(rng, "premise", "hypothesis", n, NLI) for s in ("train", "validation", "test")}
+        elif spec.path == "nyu-mll/glue":
+            first, second = GLUE_COLUMNS[spec.config]
+            labels = NLI if spec.config == "mnli" else None
+            names = (("train", "validation_matched", "validation_mismatched", "test_matched")
+                     if spec.config == "mnli" else ("train", "validation", "test"))
+            splits = {s: pairs(rng, first, second, 3 * n if s == "train" else n, labels, idx=True) for s in names}
+        else:
+            raise ValueError(f"no Hub schema for {spec.path} in the tests")
+        by_path.setdefault(spec.path, {})[spec.config] = (spec, splits)
+    for path, configs in by_path.items():
+        folder = Path(root) / path
+        if any(spec.by_dir for spec, _ in configs.values()):
+            write_parquet_export(folder, {c: splits for c, (_, splits) in configs.items()})
+        else:
+            write_hub_repo(folder, {c: splits for c, (_, splits) in configs.items()})
+    return Path(root)
+
+
+def hub_world(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """An empty Hugging Face cache and mirror under ``tmp_path``, the Hub itself unreachable: (hf cache, mirror)."""
+    import huggingface_hub.constants
+    hf_cache, mirror = tmp_path / "hf", tmp_path / "mirror"
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hf_cache))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HEADPRUNE_HUB_MIRROR", str(mirror))
+    monkeypatch.setenv("HEADPRUNE_CACHE", str(tmp_path / "cache"))
+    return hf_cache, mirror
+
+
+def provide(spec, hf_cache: Path, mirror: Path, *, rows: int = 8) -> None:
+    """Tiny models under every model id of sweep ``spec`` (its recorded family) and mirror copies of every Hub data
+    set its grid points read (``rows`` a split)."""
+    from headprune_core.data.refs import hub_spec_of
+    from headprune_core.encoders.known import known_config
+    for model in spec.models:
+        write_hub_model(hf_cache, model, known_config(model)["model_type"])
+    write_mirror(mirror, [hub_spec_of(p.sources[t], t, lang) for p in spec.plans() for t in p.tasks
+                          for lang in p.task_langs(t)], n=rows)
+
+
+def run_offline(spec, store, markers: Path) -> int:
+    """Every job of sweep ``spec``, as a sweep's worker computes it (plans/sweep_ray.run_job), in this process, in
+    the order the graph releases them; the number of jobs run."""
+    from headprune_core.plans.sweep import build_graph
+    from headprune_core.plans.sweep_ray import run_job
+    graph = build_graph(spec, store=store)
+    done = 0
+    while ready := graph.ready():
+        for node in ready:
+            plan = graph.plans[node.plan]
+            run_job({"kind": node.cfg.kind, "key": node.cfg.key(), "config": node.cfg.to_dict(), "what": node.what,
+                     "plan": {"model": plan.model, "sources": plan.sources, "finetuned": False},
+                     "cache": str(store.root.parent), "device": "cpu", "run": "offline", "markers": str(markers)})
+            node.state = "done"
+            done += 1
+    return done
