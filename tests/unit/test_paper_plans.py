@@ -144,3 +144,27 @@ def test_findings_plan_name_shows_each_number_and_the_job_it_needs(tmp_path, mon
     data = json.loads(capsys.readouterr().out)
     assert data["cards"] == ["b2"] and len(data["beside"]) == 39 and data["substitutes"]["ner"]
     assert "sweeps/ma2021-table5-ner.json" in answered_by()["b2"]
+
+
+def test_every_paper_data_set_loads_from_a_copy_in_its_hub_schema(tmp_path, monkeypatch):
+    """Each Hub data set a paper plan reads (one config of each), written in the Hub's own schema into a mirror
+    folder, loads through the loaders that read the Hub (tests/helpers/hub_world.py holds the schemas)."""
+    from headprune_core.data.refs import load_ref
+    from tests.helpers.hub_world import write_mirror
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HEADPRUNE_HUB_MIRROR", str(tmp_path))
+    one: dict[tuple[str, str], tuple] = {}
+    for plan in PAPER_PLANS.values():
+        for point in SweepSpec.from_dict(plan.sweep()).plans()[:1]:
+            for task in point.tasks:
+                lang = point.task_langs(task)[-1]
+                spec = hub_spec_of(point.sources[task], task, lang)
+                one.setdefault((spec.path, task), (spec, point.sources[task], lang))
+    assert {path for path, _ in one} == {"unimelb-nlp/wikiann", "universal-dependencies/universal_dependencies",
+                                         "facebook/xnli", "nyu-mll/glue"}
+    write_mirror(tmp_path, [spec for spec, _, _ in one.values()])
+    labels = {"ner": 7, "upos": 17, "xnli": 3, "mnli": 3, "qqp": 2, "qnli": 2, "sst2": 2}
+    for (path, task), (_, ref, lang) in one.items():
+        data = load_ref(ref, task, lang)
+        assert list(data.dataset) == ["train", "validation", "test"], (path, task)
+        assert len(data.labels) == labels[task] and data.meta["local_copy"] == str(tmp_path / path), (path, task)
