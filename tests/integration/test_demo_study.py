@@ -1,4 +1,4 @@
-"""The demo preset on the real embedded model and corpora, restricted to 2 languages and a few hundred
+"""The demo preset on the real embedded model and corpora, restricted to 2 languages and 200
 sentences: English POS is learned, and pruning by importance beats pruning most-important-first."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 def demo(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("demo_runs"))
     study = Study("me5-small", store=store, progress=False)
-    plan = PRESETS["demo"].restricted(langs=("en", "de"), tasks=("pos",), sentences=300)
+    plan = PRESETS["demo"].restricted(langs=("en", "de"), tasks=("pos",), sentences=200)
     res = run_plan(study, plan)
     return study, plan, res
 
