@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true",
                    help="print the jobs, what is cached, each job's memory and an estimated time from measured job "
                         "times on this machine, or with --address on that cluster's nodes; run nothing")
-    p.add_argument("--gpu-type", default="A100", choices=["A100", "H100", "L4"],
+    p.add_argument("--gpu-type", default=None, choices=["A100", "H100", "L4"],
                    help="with --dry-run: the GPU the GPU-time line estimates for, from FLOPs unless jobs in this "
                         "cache were measured on a GPU (default A100)")
     p.add_argument("--plan-only", action="store_true",

@@ -77,7 +77,13 @@ def answered_by() -> dict[str, list[str]]:
 
 
 def _print_beside(args) -> int:
-    """``findings --plan-name NAME``: the paper's numbers beside ours (findings/beside.py)."""
+    """``findings --plan-name NAME``: the paper's numbers beside ours (findings/beside.py). It reads the paper
+    plan's own sweep, so the options that choose or read cards are errors beside it."""
+    unused = [name for name, given in (("a plan", args.plan != "demo"), ("--card", args.card),
+                                       ("--plan", args.projection), ("--staged", args.staged),
+                                       ("--budget", args.budget is not None), ("--model", args.model)) if given]
+    if unused:
+        raise ValueError(f"--plan-name reads the paper plan's own sweep and cards; it takes no {', '.join(unused)}")
     from headprune_core.data.hub import HubUnavailable
     from headprune_core.encoders.models import ModelLoadError
     from headprune_core.runs.store import Store

@@ -24,13 +24,14 @@ def cmd_sweep(args) -> int:
         return 1
     if args.address:
         check_reachable(args.address)  # before any work: Ray itself waits minutes for an address that never answers
-    if args.plan_only and not args.dry_run:
-        print("--plan-only plans a dry run: give --dry-run too", file=sys.stderr)
-        return 2
+    for option, given in (("--plan-only", args.plan_only), ("--gpu-type", args.gpu_type)):
+        if given and not args.dry_run:
+            print(f"{option} is an option of a dry run: give --dry-run too", file=sys.stderr)
+            return 2
     graph = _graph(spec, args)
     if args.dry_run:
         cluster = shape_at(args.address) if args.address else None
-        print(format_dry_run(dry_run(graph, cpus=args.cpus, cluster=cluster, gpu=args.gpu_type)))
+        print(format_dry_run(dry_run(graph, cpus=args.cpus, cluster=cluster, gpu=args.gpu_type or "A100")))
         return 0
     check_memory(graph, shape_at(args.address) if args.address else local_shape(args.cpus))  # before any work
     counts = graph.counts()

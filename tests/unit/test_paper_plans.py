@@ -144,6 +144,11 @@ def test_findings_plan_name_shows_each_number_and_the_job_it_needs(tmp_path, mon
     data = json.loads(capsys.readouterr().out)
     assert data["cards"] == ["b2"] and len(data["beside"]) == 39 and data["substitutes"]["ner"]
     assert "sweeps/ma2021-table5-ner.json" in answered_by()["b2"]
+    # options it does not use are errors, not silence
+    assert main(["findings", "--plan-name", "ma2021-table5-ner", "--card", "a1", "--cache", str(tmp_path)]) != 0
+    assert "--plan-name reads the paper plan's own sweep and cards; it takes no --card" in capsys.readouterr().err
+    assert main(["sweep", str(PAPER_PLANS["ma2021-ner"].path(REPO)), "--gpu-type", "H100"]) == 2
+    assert "--gpu-type is an option of a dry run: give --dry-run too" in capsys.readouterr().err
 
 
 def test_every_paper_data_set_loads_from_a_copy_in_its_hub_schema(tmp_path, monkeypatch):
