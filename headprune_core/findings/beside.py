@@ -80,16 +80,10 @@ class _Point:
         return ex, ("" if ex is not None else self.evidence.retrain_what(strategy, setting=setting))
 
 
-def _level_estimate(ex: Retrain, lang: str, level_of) -> Estimate:
-    """Per run, the test score of ``lang`` at ``level_of(seed)`` (points)."""
+def _level_estimate(ex: Retrain, lang: str, row: str) -> Estimate:
+    """Per run, the test score of ``lang`` of the ``unpruned`` model or of the dev-picked ``pruned`` one (points)."""
+    level_of = (lambda s: "0") if row == "unpruned" else ex.best_pruned
     return run_estimate([ex.run(s, {"x": (level_of(s), lang)}) for s in ex.seeds], lambda m: m["x"])
-
-
-def _change_estimate(ex: Retrain, langs: list[str]) -> Estimate:
-    """Per run, the mean over ``langs`` of the dev-picked pruned model's score minus the unpruned one's."""
-    runs = [ex.run(s, {**{f"0:{g}": ("0", g) for g in langs}, **{f"k:{g}": (ex.best_pruned(s), g) for g in langs}})
-            for s in ex.seeds]
-    return run_estimate(runs, lambda m: sum(m[f"k:{g}"] - m[f"0:{g}"] for g in langs) / len(langs))
 
 
 def _pair(column: str) -> tuple[str, str] | None:
@@ -140,25 +134,23 @@ class _Reader:
     def _table5(self, n: PaperNumber) -> BesideRow:
         source, target = _pair(n.column)
         return self._retrain_row(n, (source,), STRATEGY[n.row], SETTINGS[n.setting], [target],
-                                 lambda ex: _change_estimate(ex, [target]))
+                                 lambda ex: ex.change([target], ex.best_pruned))
 
     def _table5_mean(self, n: PaperNumber) -> BesideRow:
         targets = list(TABLE5_TARGETS)
         return self._retrain_row(n, ("en",), STRATEGY[n.row], SETTINGS[n.setting], targets,
-                                 lambda ex: _change_estimate(ex, targets))
+                                 lambda ex: ex.change(targets, ex.best_pruned))
 
     def _table6(self, n: PaperNumber) -> BesideRow:
         held = n.column.lower()
         others = tuple(x for x in ("en", "de", "ar", "he", "zh") if x != held)
-        level = (lambda ex: (lambda s: "0")) if n.row == "unpruned" else (lambda ex: ex.best_pruned)
         return self._retrain_row(n, others, "importance", "cross", [held],
-                                 lambda ex: _level_estimate(ex, held, level(ex)))
+                                 lambda ex: _level_estimate(ex, held, n.row))
 
     def _single_pair(self, n: PaperNumber) -> BesideRow:
         source, target = _pair(n.column)
-        level = (lambda ex: (lambda s: "0")) if n.row == "unpruned" else (lambda ex: ex.best_pruned)
         return self._retrain_row(n, (source,), "importance", SETTINGS.get(n.setting, "cross"), [target],
-                                 lambda ex: _level_estimate(ex, target, level(ex)))
+                                 lambda ex: _level_estimate(ex, target, n.row))
 
     def _substitute(self) -> str:
         return "; ".join(f"{t}: {s.split(' stands in')[0]} stands in" for t, s in self.paper.substitutes.items())

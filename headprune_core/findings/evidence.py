@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from headprune_core.findings.card import mean_of
 from headprune_core.methods.importance import normalise
-from headprune_core.methods.uncertainty import n_sentences
+from headprune_core.methods.inference import Estimate
+from headprune_core.methods.uncertainty import n_sentences, run_estimate
 from headprune_core.multitask.affinity import gradts_map
 from headprune_core.multitask.gradts import GradTS
 from headprune_core.plans.plan import StudyPlan, plan_jobs
@@ -69,6 +71,13 @@ class Retrain:
         """One training run's results for an estimate: name -> (test set, units) for ``cells`` name -> (level,
         language)."""
         return {name: (self.test_set(lang), self.units(label, seed, lang)) for name, (label, lang) in cells.items()}
+
+    def change(self, langs: list[str], level_of) -> Estimate:
+        """Per run, the mean over ``langs`` of (pruned at ``level_of(seed)``) - (unpruned), in points, estimated
+        over training runs and test sentences (:func:`~headprune_core.methods.uncertainty.run_estimate`)."""
+        runs = [self.run(s, {**{f"0:{g}": ("0", g) for g in langs}, **{f"k:{g}": (level_of(s), g) for g in langs}})
+                for s in self.seeds]
+        return run_estimate(runs, lambda m: mean_of([m[f"k:{g}"] - m[f"0:{g}"] for g in langs]))
 
     def best(self, seed: int) -> str:
         """The level dev picked for ``seed`` among every level, 0 (unpruned) included."""

@@ -41,13 +41,6 @@ class RetrainCards:
         return [f"Test sets too small for any per-language reading: {', '.join(small)} sentences; they count in "
                 "the mean over languages, where their noise is in the interval."] if small else []
 
-    @staticmethod
-    def _change(ex: Retrain, langs: list[str], level_of) -> object:
-        """Per run, the mean over ``langs`` of (pruned at ``level_of(seed)``) - (unpruned), in points."""
-        runs = [ex.run(s, {**{f"0:{g}": ("0", g) for g in langs}, **{f"k:{g}": (level_of(s), g) for g in langs}})
-                for s in ex.seeds]
-        return run_estimate(runs, lambda m: mean_of([m[f"k:{g}"] - m[f"0:{g}"] for g in langs]))
-
     # --- (a) Ma et al.: prune the lowest-ranked heads, retrain ------------------------------------------------
     def _card_a(self, card_id: str, setting: str) -> Card:
         card = self._card(card_id)
@@ -56,9 +49,9 @@ class RetrainCards:
             card.missing = [self.retrain_what("importance", setting=setting)]
             return card
         langs = ex.targets if setting == "cross" else ex.langs
-        est = self._change(ex, langs, ex.best_pruned)  # k among the pruned levels, picked on dev per run
+        est = ex.change(langs, ex.best_pruned)  # k among the pruned levels, picked on dev per run
         card.decide({"": est})
-        fixed = {lab: self._change(ex, langs, lambda s, lab=lab: lab) for lab in ex.levels if lab != "0"}
+        fixed = {lab: ex.change(langs, lambda s, lab=lab: lab) for lab in ex.levels if lab != "0"}
         for lang in ex.langs:
             t = ex.result["test"][lang]
             row = {"language": lang + (" (source)" if lang == ex.source else ""), "unpruned": ci_text(t["unpruned"]),
