@@ -121,15 +121,12 @@ def write_corpora(langs=(*LANGS, EXTRA_LANG), *, seed: int = 7) -> None:
                         "notes": notes + ["NAME spans are runs of gold proper-noun tags: a proxy for NER"]}))
 
 
-def write_model(folder: Path, *, layers: int = 3, heads: int = 4, hidden: int = 32, seed: int = 0) -> Path:
-    """A random tiny BERT and a real word-level fast tokenizer over the fixture vocabulary."""
-    import torch
+def word_level_tokenizer(words: list[str]):
+    """A real word-level fast tokenizer over ``words`` (and [PAD] [UNK] [CLS] [SEP] [MASK]), BERT's templates."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    words = sorted({w for lex in LEXICON.values() for group in lex.values() for item in group
-                    for w in item.split()} | {".", ","})
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + words)}
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + list(dict.fromkeys(words)))}
     backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     backend.normalizer = normalizers.NFC()
     backend.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
@@ -137,12 +134,21 @@ def write_model(folder: Path, *, layers: int = 3, heads: int = 4, hidden: int = 
     backend.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
         special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=64, pad_token="[PAD]",
-                                  unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=64, pad_token="[PAD]",
+                                   unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+def write_model(folder: Path, *, layers: int = 3, heads: int = 4, hidden: int = 32, seed: int = 0) -> Path:
+    """A random tiny BERT and a real word-level fast tokenizer over the fixture vocabulary."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    tok = word_level_tokenizer(sorted({w for lex in LEXICON.values() for group in lex.values() for item in group
+                                       for w in item.split()} | {".", ","}))
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers,
+    config = BertConfig(vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=2 * hidden, max_position_embeddings=64,
-                        pad_token_id=vocab["[PAD]"])
+                        pad_token_id=tok.pad_token_id)
     folder.mkdir(parents=True, exist_ok=True)
     BertModel(config, add_pooling_layer=False).save_pretrained(folder)
     tok.save_pretrained(folder)

@@ -14,6 +14,7 @@ from pathlib import Path
 import datasets
 from datasets import ClassLabel, Features, List, Value
 
+from tests.helpers.fixture_cache import word_level_tokenizer
 from tests.helpers.hub_copy import write_hub_repo, write_parquet_export
 
 WIKIANN_TAGS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
@@ -22,7 +23,6 @@ UD_UPOS = ["NOUN", "PUNCT", "ADP", "NUM", "SYM", "SCONJ", "ADJ", "PART", "DET", 
 NLI = ["entailment", "neutral", "contradiction"]
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "tau", "Anna", "Berlin", "runs", "sees",
          "the", "a", "in", "big", "red", "."]
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def write_hub_model(hf_cache: Path, repo_id: str, family: str, *, seed: int = 0) -> Path:
@@ -30,19 +30,11 @@ def write_hub_model(hf_cache: Path, repo_id: str, family: str, *, seed: int = 0)
     ``xlm-roberta``) with a word-level fast tokenizer, cached as a download of ``repo_id`` (its commit a hash of the
     id); returns the snapshot folder."""
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+    from transformers import BertConfig, BertModel, XLMRobertaConfig, XLMRobertaModel
 
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + WORDS + [w.lower() for w in WORDS if w != w.lower()])}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
-    backend.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=64, pad_token="[PAD]",
-                                  unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    common = dict(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=6, num_attention_heads=4,
-                  intermediate_size=64, max_position_embeddings=72, pad_token_id=vocab["[PAD]"])
+    tok = word_level_tokenizer(WORDS + [w.lower() for w in WORDS if w != w.lower()])
+    common = dict(vocab_size=len(tok), hidden_size=32, num_hidden_layers=6, num_attention_heads=4,
+                  intermediate_size=64, max_position_embeddings=72, pad_token_id=tok.pad_token_id)
     torch.manual_seed(seed)
     if family == "bert":
         model = BertModel(BertConfig(**common), add_pooling_layer=False)

@@ -8,11 +8,7 @@ from datasets import ClassLabel, Features, List, Value
 
 from headprune_core.data import NAME_TAGS, UNIVERSAL_TAGS, load_task
 from headprune_core.data.hub import GLUE_VALIDATION_MAX, HubUnavailable
-
-UD_UPOS = ["NOUN", "PUNCT", "ADP", "NUM", "SYM", "SCONJ", "ADJ", "PART", "DET", "CCONJ", "PROPN", "PRON", "X",
-           "_", "ADV", "INTJ", "VERB", "AUX"]
-WIKIANN_TAGS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
-NLI = ["entailment", "neutral", "contradiction"]
+from tests.helpers.hub_world import NLI, UD_UPOS, WIKIANN_TAGS
 
 
 def write_splits(tmp_path, name, features, rows_by_split):
