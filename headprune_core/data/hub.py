@@ -264,10 +264,15 @@ def _pairs(raw: datasets.DatasetDict, first: str, second: str | None, labels: li
     return datasets.DatasetDict(out), labels
 
 
+def glue_validation_size(train: int) -> int:
+    """How many of GLUE's ``train`` rows become our validation split: 10%, at most :data:`GLUE_VALIDATION_MAX`."""
+    return min(int(round(0.1 * train)), GLUE_VALIDATION_MAX)
+
+
 def _glue_splits(dd: datasets.DatasetDict, task: str) -> datasets.DatasetDict:
     official = "validation_matched" if task == "mnli" else "validation"
     train = dd["train"]
-    n_val = min(int(round(0.1 * len(train))), GLUE_VALIDATION_MAX)
+    n_val = glue_validation_size(len(train))
     perm = np.random.default_rng(SPLIT_SEED).permutation(len(train))
     return datasets.DatasetDict({"train": train.select(sorted(perm[n_val:].tolist())),
                                  "validation": train.select(sorted(perm[:n_val].tolist())),

@@ -16,7 +16,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-from headprune_core.data.hub import GLUE_COLUMNS, GLUE_VALIDATION_MAX, HubSpec
+from headprune_core.data.hub import GLUE_COLUMNS, HubSpec, glue_validation_size
 
 TABLE = Path(__file__).with_name("hub_sizes.json")
 
@@ -53,7 +53,7 @@ def planned_splits(spec: HubSpec, task: str) -> dict[str, int]:
     splits = dict(recorded(spec)["splits"])
     if task in GLUE_COLUMNS:
         train = splits["train"]
-        n_val = min(int(round(0.1 * train)), GLUE_VALIDATION_MAX)
+        n_val = glue_validation_size(train)
         official = "validation_matched" if task == "mnli" else "validation"
         return {"train": train - n_val, "validation": n_val, "test": splits[official]}
     if "dev" in splits and "validation" not in splits:
@@ -85,8 +85,3 @@ def download_total(specs) -> tuple[int, list[str]]:
             total += size
             shared.add(spec.path)
     return total, unknown
-
-
-def planned_spec(path_or_alias: str, config: str | None) -> HubSpec:
-    """The :class:`HubSpec` a ``hub:NAME:CONFIG`` reference reads (its branch included)."""
-    return HubSpec.of(path_or_alias, config)

@@ -53,6 +53,12 @@ def config_params(config: dict) -> int | None:
     return (vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * ffn)
 
 
+def frozen_params(config: dict, *, freeze_embeddings: bool) -> int:
+    """Parameters a fine-tune leaves untouched: the word embeddings (vocabulary x hidden size) when they stay
+    frozen, else none."""
+    return config["vocab_size"] * config.get("hidden_size", 0) if freeze_embeddings else 0
+
+
 def download_bytes(model_id: str) -> tuple[int | None, str]:
     """(bytes, how known) of downloading ``model_id``'s weights: the recorded safetensors (else PyTorch) file
     size, else 4 bytes per parameter of its recorded config ("from its parameters"), else (None, "unknown")."""

@@ -207,9 +207,11 @@ class SweepSpec:
     def label(self, i: int) -> str:
         """What tells grid point ``i`` apart: its model, data, seed and source languages (only the dimensions
         that vary)."""
-        model, _, seed, source_langs = self.points()[i]
         n_seeds, n_grid = len(self.seeds) or 1, len(self.source_grid) or 1
-        data_index = (i // (n_seeds * n_grid)) % len(self.data)
+        per_data = n_seeds * n_grid  # points in spec order: models, then data, then seeds, then source languages
+        model, data_index = self.models[i // (len(self.data) * per_data)], (i // per_data) % len(self.data)
+        seed = self.seeds[(i // n_grid) % n_seeds] if self.seeds else None
+        source_langs = self.source_grid[i % n_grid] if self.source_grid else None
         parts = []
         if len(set(self.models)) > 1:
             parts.append(model)
@@ -272,7 +274,6 @@ class SweepGraph:
         self.spec = spec
         self.store = store or Store()
         self.device = device
-        self.planning = planning  # sizes of Hub data and models from the shipped tables (runs/planning.py)
         self.plans = spec.plans()
         shared: dict[tuple, Study] = {}  # grid points that differ only by seed read the same data and model
         self.studies = []
@@ -284,8 +285,7 @@ class SweepGraph:
                                 plan.study(store=self.store, device=device, progress=False))
             self.studies.append(shared[same])
         self.jobs: dict[str, JobNode] = {}
-        self._params: dict[str, int | None] = {}  # model id -> parameters (memory requests)
-        self._configs: dict[str, dict | None] = {}  # model id -> config fields
+        self._configs: dict[str, dict | None] = {}  # model id -> config fields (memory requests, disk)
         # what tells the grid points' jobs apart in their names
         self.suffixes = [f" [{spec.label(i)}]" if len(self.plans) > 1 else "" for i in range(len(self.plans))]
         for i, (plan, study) in enumerate(zip(self.plans, self.studies)):
@@ -372,15 +372,13 @@ class SweepGraph:
         if "memory_gb" in res:
             out["memory"] = res["memory_gb"] * 2**30
             return out
-        model = self.plans[job.plan].model
-        if model not in self._params:
-            config = self.config_of(model)
-            self._params[model] = None if config is None else config_params(config)
-        if self._params[model] is not None:
+        config = self.config_of(self.plans[job.plan].model)
+        params = None if config is None else config_params(config)
+        if params is not None:
             copies = MODEL_COPIES[kind]
             if kind == "finetune" and not getattr(job.cfg, "freeze_embeddings", True):
                 copies += TRAINED_EMBEDDINGS
-            out["memory"] = WORKER_GB * 2**30 + copies * 4 * self._params[model]
+            out["memory"] = WORKER_GB * 2**30 + copies * 4 * params
         return out
 
     def config_of(self, model: str) -> dict | None:

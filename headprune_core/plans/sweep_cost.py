@@ -6,12 +6,23 @@ its models, data and results take (``headprune sweep SPEC --dry-run``).
 
 from __future__ import annotations
 
+import torch
+
 from headprune_core.data.hub_sizes import download_total
 from headprune_core.data.refs import hub_spec_of
-from headprune_core.encoders.known import config_params
+from headprune_core.encoders.device import pick_device
+from headprune_core.encoders.known import config_params, frozen_params
 from headprune_core.encoders.known import download_bytes as known_download
 from headprune_core.encoders.models import resolve
-from headprune_core.plans.sweep import WORKER_GB, ClusterShape, JobNode, SweepGraph, job_resources, local_shape
+from headprune_core.plans.sweep import (
+    WORKER_GB,
+    ClusterShape,
+    JobNode,
+    SweepGraph,
+    job_resources,
+    local_shape,
+    model_config,
+)
 from headprune_core.runs.estimate import estimate, later_jobs, later_seconds, measured_rates, minutes
 from headprune_core.runs.gpu_estimate import assumptions, gpu_estimate, later_gpu_seconds
 
@@ -85,24 +96,24 @@ def gpu_time(graph: SweepGraph, *, gpu: str = "A100", gpus: int = 1) -> dict:
     rates = measured_rates(graph.store, gpu=True)
     finish, hows, unknown, total = {}, set(), set(), 0.0
     for n in graph.jobs.values():
-        secs = 0.0
-        if n.state == "todo":
-            config = graph.config_of(graph.plans[n.plan].model)
-            est, how = gpu_estimate(n.cfg, config, rates, gpu=gpu)
-            if est is None:
-                unknown.add(n.cfg.kind)
+        finish[n.id] = 0.0
+        if n.state != "todo":
+            continue
+        config = graph.config_of(graph.plans[n.plan].model)
+        est, how = gpu_estimate(n.cfg, config, rates, gpu=gpu)
+        if est is None:
+            unknown.add(n.cfg.kind)
+        else:
+            total += est
+            finish[n.id] = est
+            hows.add(how)
+        if n.cfg.kind == "refinetune" and not n.expanded:
+            later = later_gpu_seconds(n.cfg, config, rates, gpu=gpu)
+            if later is None:
+                unknown.add("refinetune")
             else:
-                secs = est
-                hows.add(how)
-            if n.cfg.kind == "refinetune" and not n.expanded:
-                later = later_gpu_seconds(n.cfg, config, rates, gpu=gpu)
-                if later is None:
-                    unknown.add("refinetune")
-                else:
-                    total += later
-                    secs += later / max(1, later_jobs(n.cfg)[0])  # its parts run side by side
-        total += secs if n.cfg.kind != "refinetune" else 0.0
-        finish[n.id] = secs
+                total += later
+                finish[n.id] += later / max(1, later_jobs(n.cfg)[0])  # its parts run side by side
     critical = _longest_chain(graph, finish)
     return {"gpu": gpu, "gpus": gpus, "seconds": total, "wall_seconds": max(total / gpus, critical),
             "critical_seconds": critical, "measured": "measured on a GPU" in hows, "flops": "FLOPs" in hows,
@@ -201,8 +212,7 @@ def disk_estimate(graph: SweepGraph) -> dict:
         config = graph.config_of(graph.plans[n.plan].model)
         params = config_params(config) if config else None
         if params:
-            frozen = config["vocab_size"] * config.get("hidden_size", 0) if ft.freeze_embeddings else 0
-            stored += 4 * (params - frozen) * count
+            stored += 4 * (params - frozen_params(config, freeze_embeddings=ft.freeze_embeddings)) * count
             fine_tunes += count
     return {"models": models, "data": data_bytes, "data_configs": len(set(specs)), "data_unknown": unknown,
             "results": stored, "fine_tunes": fine_tunes}
@@ -245,7 +255,7 @@ def fine_tune_floor(config: dict, *, freeze_embeddings: bool) -> float:
     gradient and Adam's two moments (frozen word embeddings: their weights only), plus a worker's own memory
     (:data:`~headprune_core.plans.sweep.WORKER_GB`). Activations come on top."""
     params = config_params(config) or 0
-    frozen = config["vocab_size"] * config.get("hidden_size", 0) if freeze_embeddings else 0
+    frozen = frozen_params(config, freeze_embeddings=freeze_embeddings)
     return WORKER_GB * 2**30 + 4 * frozen + 16 * (params - frozen)
 
 
@@ -273,10 +283,6 @@ def check_memory(graph: SweepGraph, cluster: ClusterShape) -> None:
 def check_study_memory(model: str, train: dict, device: str = "auto") -> None:
     """:func:`check_memory` for one study on this machine: its fine-tunes of ``model`` (``train``: the plan's
     options) against the GPU's memory when it runs on one, else the memory available."""
-    import torch
-
-    from headprune_core.encoders.device import pick_device
-    from headprune_core.plans.sweep import model_config
     config = model_config(model)
     if config is None:
         return

@@ -54,7 +54,7 @@ def _gradts_work(cfg) -> float:
     return per_unit * (n + len(cfg.primaries) * multi_units)
 
 
-def _model_of(cfg: RunConfig) -> str:
+def model_of(cfg: RunConfig) -> str:
     ft = cfg if cfg.kind == "finetune" else getattr(cfg, "finetune", None)
     return ft.model if ft is not None else getattr(cfg, "model", "?")
 
@@ -89,7 +89,7 @@ def measured_rates(store: Store, *, gpu: bool = False) -> Rates:
             continue
         work = job_work(cfg)
         if work > 0:
-            acc = sums.setdefault((e.kind, _model_of(cfg), 0 if gpu else e.threads or 0), [0.0, 0.0, 0])
+            acc = sums.setdefault((e.kind, model_of(cfg), 0 if gpu else e.threads or 0), [0.0, 0.0, 0])
             acc[0] += float(seconds)
             acc[1] += work
             acc[2] += 1
@@ -104,18 +104,20 @@ def estimate(cfg: RunConfig, rates: Rates, *, cpus: float = 1) -> tuple[float | 
     its kind (at the nearest thread count, scaled by :data:`THREAD_SCALING`), else another model's (said so),
     else unknown. A GradTS validation never measured is estimated from fine-tuning rates (see
     :func:`_gradts_seconds`)."""
-    if cfg.kind == "gradts" and (cfg.kind, _model_of(cfg)) not in rates:
+    if cfg.kind == "gradts" and (cfg.kind, model_of(cfg)) not in rates:
         return _gradts_seconds(cfg, rates, cpus)
-    return _seconds(cfg.kind, _model_of(cfg), job_work(cfg), rates, cpus)
+    return rate_seconds(cfg.kind, model_of(cfg), job_work(cfg), rates, cpus)
 
 
 def _gradts_seconds(cfg, rates: Rates, cpus: float) -> tuple[float | None, str]:
     """A GradTS validation never measured, from the fine-tuning rate and its training (:func:`_gradts_work`)."""
-    secs, how = _seconds("finetune", cfg.model, _gradts_work(cfg), rates, cpus)
+    secs, how = rate_seconds("finetune", cfg.model, _gradts_work(cfg), rates, cpus)
     return secs, (how if secs is None else f"{how} fine-tuning rate, rough")
 
 
-def _seconds(kind: str, model: str, work: float, rates: Rates, cpus: float) -> tuple[float | None, str]:
+def rate_seconds(kind: str, model: str, work: float, rates: Rates, cpus: float) -> tuple[float | None, str]:
+    """(seconds, how) of ``work`` units of ``kind`` for ``model`` from ``rates`` with ``cpus`` threads: its own
+    rate (at the nearest thread count, scaled), else another model's (said so), else (None, "no measured time")."""
     if work == 0:
         return 0.0, "assembles cached parts"
     how = "measured"
@@ -138,7 +140,7 @@ def later_seconds(rc, rates: Rates, cpus: dict[str, float]) -> float | None:
     """A re-fine-tuning's parts before its ranking says which heads go: a fine-tune like its own per level and
     seed (pruned ones are faster: an upper estimate), a dev and a test evaluation per language for each."""
     ft, _ = estimate(rc.finetune, rates, cpus=cpus["finetune"])
-    ev, _ = _seconds("eval", rc.finetune.model, float(rc.max_sentences or 0), rates, cpus["eval"])
+    ev, _ = rate_seconds("eval", rc.finetune.model, float(rc.max_sentences or 0), rates, cpus["eval"])
     if ft is None or ev is None:
         return None
     fts, evals = later_jobs(rc)

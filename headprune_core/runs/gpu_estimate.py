@@ -16,7 +16,7 @@ uses its measured rate instead, and says on which GPU.
 from __future__ import annotations
 
 from headprune_core.encoders.speed import config_flops
-from headprune_core.runs.estimate import Rates, _gradts_work, _model_of, _seconds, job_work
+from headprune_core.runs.estimate import Rates, job_work, later_jobs, model_of, rate_seconds
 
 GPU_PEAK = {"A100": 312e12, "H100": 989e12, "L4": 121e12}
 """Dense bf16 tensor-core peaks in FLOP/s from NVIDIA's data sheets (A100 SXM 312 TFLOPS; H100 SXM 989 TFLOPS;
@@ -51,17 +51,20 @@ def gpu_estimate(cfg, config: dict | None, rates: Rates, *, gpu: str = "A100") -
     """(seconds on one GPU, how it was estimated) for one job: a rate measured on a GPU for its kind and model
     (``rates``: :func:`~headprune_core.runs.estimate.measured_rates` with ``gpu=True``), else FLOPs of its model's
     ``config``, else (None, "unknown")."""
-    kind = cfg.kind
-    work = _gradts_work(cfg) if kind == "gradts" else job_work(cfg)
+    ft = cfg if cfg.kind == "finetune" else getattr(cfg, "finetune", None)
+    max_length = getattr(cfg, "max_length", None) or getattr(ft, "max_length", None) or 128
+    return _work_seconds(cfg.kind, model_of(cfg), job_work(cfg), config, rates, gpu=gpu, max_length=max_length)
+
+
+def _work_seconds(kind: str, model: str, work: float, config: dict | None, rates: Rates, *, gpu: str,
+                  max_length: int) -> tuple[float | None, str]:
+    """:func:`gpu_estimate` for ``work`` units of ``kind`` of ``model``."""
     if work == 0:
         return 0.0, "assembles cached parts"
-    if (kind, _model_of(cfg)) in rates:
-        secs, _ = _seconds(kind, _model_of(cfg), work, rates, 1)
-        return secs, "measured on a GPU"
+    if (kind, model) in rates:
+        return rate_seconds(kind, model, work, rates, 1)[0], "measured on a GPU"
     if config is None:
         return None, "unknown"
-    ft = cfg if kind == "finetune" else getattr(cfg, "finetune", None)
-    max_length = getattr(cfg, "max_length", None) or getattr(ft, "max_length", None) or 128
     return flops_seconds(kind, work, config, gpu=gpu, max_length=max_length), "FLOPs"
 
 
@@ -69,15 +72,11 @@ def later_gpu_seconds(rc, config: dict | None, rates: Rates, *, gpu: str = "A100
     """A re-fine-tuning's parts on one GPU before its ranking is scored (as
     :func:`~headprune_core.runs.estimate.later_seconds`): a fine-tune like its own per level and seed, a dev and a
     test evaluation per language for each."""
-    from headprune_core.runs.estimate import later_jobs
     ft, _ = gpu_estimate(rc.finetune, config, rates, gpu=gpu)
-    if ft is None or config is None:
+    ev, _ = _work_seconds("eval", rc.finetune.model, float(rc.max_sentences or 0), config, rates, gpu=gpu,
+                          max_length=rc.finetune.max_length or 128)
+    if ft is None or ev is None:
         return None
-    if ("eval", rc.finetune.model) in rates:
-        ev = _seconds("eval", rc.finetune.model, float(rc.max_sentences or 0), rates, 1)[0] or 0.0
-    else:
-        ev = flops_seconds("eval", float(rc.max_sentences or 0), config, gpu=gpu,
-                           max_length=rc.finetune.max_length or 128)
     fts, evals = later_jobs(rc)
     return fts * ft + evals * ev
 

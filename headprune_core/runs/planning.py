@@ -24,10 +24,8 @@ from headprune_core.data.refs import hub_spec_of
 from headprune_core.encoders.known import known_config
 from headprune_core.encoders.models import ModelLoadError, resolve
 from headprune_core.runs.config import train_units
+from headprune_core.runs.store import PLANNED
 from headprune_core.runs.study import Study
-
-PLANNED = "planned"
-"""What a planned fingerprint starts with (never a real one: real fingerprints are hex)."""
 
 
 class PlanningOnly(RuntimeError):
@@ -59,7 +57,7 @@ class PlannedStudy(Study):
         ft = super().finetune_config(*args, **kwargs)
         if any(self._planned_hub(task, lang) is not None for task, lang in train_units(ft)) \
                 and not ft.data_fp.startswith(PLANNED):
-            ft = ft.replace(data_fp=f"{PLANNED}-{ft.data_fp}")
+            ft = ft.replace(data_fp=f"{PLANNED}{ft.data_fp}")
         return ft
 
     def _planned_hub(self, task: str, lang: str):
@@ -88,7 +86,7 @@ class PlannedStudy(Study):
             return super().read_fp(task, lang, split, limit, seed=seed, rows=rows)
         what = {"task": task, "lang": lang, "split": split, "limit": limit, "seed": seed,
                 "rows": None if rows is None else list(rows)}
-        return f"{PLANNED}-" + hashlib.sha256(canonical_json(what).encode()).hexdigest()[:8]
+        return PLANNED + hashlib.sha256(canonical_json(what).encode()).hexdigest()[:8]
 
     @property
     def model_fp(self) -> str:
@@ -97,7 +95,7 @@ class PlannedStudy(Study):
                 self._model_fp = super().model_fp
             except ModelLoadError:
                 self._recorded_config()
-                self._model_fp = f"{PLANNED}-" + hashlib.sha256(self.model_id.encode()).hexdigest()[:8]
+                self._model_fp = PLANNED + hashlib.sha256(self.model_id.encode()).hexdigest()[:8]
         return self._model_fp
 
     @property

@@ -78,6 +78,11 @@ def _check_may_compute(cfg: RunConfig) -> None:
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
 
 
+PLANNED = "planned-"
+"""What a fingerprint planned without its model or data starts with (runs/planning.py; real ones are hex): the store
+never writes such a key."""
+
+
 class CorruptEntry(ValueError):
     """An entry on disk could not be read back."""
 
@@ -194,7 +199,7 @@ class Store:
             raise ValueError(f"refusing to store a {cfg.kind} result whose config has empty fingerprints "
                              f"({', '.join(empty)}): build configs through Study so the key says what model "
                              "and data it describes")
-        planned = [name for name, value in cfg.fingerprints().items() if str(value).startswith("planned-")]
+        planned = [name for name, value in cfg.fingerprints().items() if str(value).startswith(PLANNED)]
         if planned:  # runs/planning.py: sized from the recorded tables, never computed
             raise ValueError(f"refusing to store a {cfg.kind} result planned without its model or data "
                              f"({', '.join(planned)} planned): a planning study only counts jobs")

@@ -137,6 +137,11 @@ def test_a_grid_of_source_languages():
     assert [spec.label(i) for i in range(3)] == ["from en", "from zh", "from ar"]
     assert SweepSpec.from_dict(spec.to_dict()) == spec
     assert "source_grid" not in SweepSpec.from_dict({**SPEC, "source_grid": []}).to_dict()
+    # every dimension at once: each point's label names its own model, data, seed and source languages
+    many = SweepSpec.from_dict({"name": "x", "models": ["a", "b"], "seeds": [1, 2, 3],
+                                "data": [{}, {"pos": "embedded"}], "source_grid": [["en"], ["de"]]})
+    assert [many.label(i) for i in range(24)] == [f"{m}, data #{many.data.index(d) + 1}, seed {s}, from {g[0]}"
+                                                  for m, d, s, g in many.points()]
     with pytest.raises(ValueError, match="source_grid must be a list of language lists"):
         SweepSpec.from_dict({**SPEC, "source_grid": ["en", "zh"]})
 
