@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from headprune_app import cached, captions, computing, exports, figures, nav, roles
+from headprune_app import cached, captions, computing, exports, figures, nav, papers_view, roles
 from headprune_app.resident import resident
 from headprune_core.figures.cards import PAGE_CAPTION, card_figure, page_figure
 from headprune_core.findings.cards import (
@@ -27,6 +27,7 @@ from headprune_core.findings.cards import (
     Findings,
 )
 from headprune_core.findings.page import page_control
+from headprune_core.findings.paper_plans import papers_section
 from headprune_core.findings.plan import findings_plan
 from headprune_core.findings.quote import card_ids, fill
 from headprune_core.findings.report import page_text, report_markdown, report_title, summary_rows
@@ -276,13 +277,18 @@ def report_buttons(f: Findings, cards: list[Card]) -> None:
     # one build at a time per server, a repeat served from the last (the HTML draws every card's chart)
     def key(fmt: str):
         return lambda: exports.build_key(fmt, title, intro, json.dumps([c.to_dict() for c in cards], sort_keys=True,
-                                                                       default=str))
+                                                                       default=str),
+                                         str(papers_view.results_signature(f.study.store)))
+    def papers():  # read when a report is built, not on every run of the page
+        return papers_section(f.study.store, draws=f.draws)
     html_col.download_button("Download the report (HTML)",
-                             exports.deferred(key("html"), lambda: report_html(cards, title=title, intro=intro)),
+                             exports.deferred(key("html"), lambda: report_html(cards, title=title, intro=intro,
+                                                                               papers=papers())),
                              file_name=f"{name}.html", mime="text/html", on_click="ignore",
                              icon=":material/download:", key="report_html")
     md_col.download_button("Download the report (Markdown)",
-                           exports.deferred(key("md"), lambda: report_markdown(cards, title=title, intro=intro)),
+                           exports.deferred(key("md"), lambda: report_markdown(cards, title=title, intro=intro,
+                                                                               papers=papers())),
                            file_name=f"{name}.md", mime="text/markdown", on_click="ignore",
                            icon=":material/download:", key="report_md")
 
@@ -338,5 +344,7 @@ def render_card(card: Card) -> None:
                 st.markdown(captions.calibration_text(card.calibration))
             if card.protocol:
                 st.markdown(f"**Protocol here.** {card.protocol}")
+        if at_size := papers_view.card_caption(card.key):
+            st.caption(at_size)
         page = nav.BY_NAME[card.page]
         st.page_link(page.file, label=f"Evidence: {page.title}", icon=":material/arrow_forward:")

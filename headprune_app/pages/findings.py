@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from headprune_app import cached, captions, figures, findings_view, panels
+from headprune_app import cached, captions, figures, findings_view, panels, papers_view
 from headprune_app.page_end import end_page
 from headprune_core.plans import selection as S
 
@@ -34,3 +34,4 @@ table = findings_view.calibration_frame(cards)
 if not table.empty:
     st.markdown(captions.CALIBRATION)
     st.dataframe(table, hide_index=True)
+papers_view.section(f.study.store)

@@ -9,13 +9,12 @@ import textwrap
 from dataclasses import replace
 
 from headprune_core.base.progress import TqdmProgress
-from headprune_core.findings.beside import beside_markdown, beside_rows
 from headprune_core.findings.cards import Card, Findings
 from headprune_core.findings.hypotheses import BY_ID
 from headprune_core.findings.page import page_control
+from headprune_core.findings.paper_plans import answered_by, paper_markdown, paper_results, papers_section
 from headprune_core.findings.plan import findings_plan
 from headprune_core.findings.report import calibration_line, page_text, report_title, summary_rows
-from headprune_core.plans.papers import PAPER_PLANS
 from headprune_core.plans.presets import find_plan
 
 
@@ -67,44 +66,25 @@ def cmd_findings(args) -> int:
     return 0
 
 
-def answered_by() -> dict[str, list[str]]:
-    """Card id -> the paper plans (sweeps) that answer it at the paper's size."""
-    out: dict[str, list[str]] = {}
-    for plan in PAPER_PLANS.values():
-        for card in plan.cards:
-            out.setdefault(card, []).append(f"sweeps/{plan.name}.json")
-    return out
-
-
 def _print_beside(args) -> int:
-    """``findings --plan-name NAME``: the paper's numbers beside ours (findings/beside.py). It reads the paper
-    plan's own sweep, so the options that choose or read cards are errors beside it."""
+    """``findings --plan-name NAME``: the paper's numbers beside ours and its cards' verdicts
+    (findings/paper_plans.py). It reads the paper plan's own sweep, so the options that choose or read cards are
+    errors beside it."""
     unused = [name for name, given in (("a plan", args.plan != "demo"), ("--card", args.card),
                                        ("--plan", args.projection), ("--staged", args.staged),
                                        ("--budget", args.budget is not None), ("--model", args.model)) if given]
     if unused:
         raise ValueError(f"--plan-name reads the paper plan's own sweep and cards; it takes no {', '.join(unused)}")
-    from headprune_core.data.hub import HubUnavailable
-    from headprune_core.encoders.models import ModelLoadError
     from headprune_core.runs.store import Store
-    unread = ""
-    try:
-        rows = beside_rows(args.plan_name, Store())
-    except (HubUnavailable, ModelLoadError) as err:  # nothing of it can have been computed in this cache
-        rows = beside_rows(args.plan_name, Store(), planning=True)
-        unread = f"Its model or data cannot be read here ({' '.join(str(err).split())[:200]}...): no cell can be read."
-    paper = PAPER_PLANS[args.plan_name]
+    res = paper_results(args.plan_name, Store(), draws=args.draws)
+    paper = res.paper
     if args.format == "json":
-        print(json.dumps({"plan": paper.name, "paper": paper.paper, "substitutes": paper.substitutes, "unread": unread,
-                          "differences": list(paper.differences), "cards": list(paper.cards),
-                          "beside": [r.cells() for r in rows]}, indent=2))
+        print(json.dumps({"plan": paper.name, "paper": paper.paper, "substitutes": paper.substitutes,
+                          "unread": res.unread, "differences": list(paper.differences), "cards": list(paper.cards),
+                          "beside": [r.cells() for r in res.rows], "verdicts": [v.cells() for v in res.verdicts]},
+                         indent=2))
         return 0
-    print(f"{paper.title}.\nSweep: sweeps/{paper.name}.json; cards it answers: {', '.join(paper.cards) or 'none'}.")
-    if unread:
-        print(textwrap.fill(unread, width=110))
-    for note in [f"{t}: {s}" for t, s in paper.substitutes.items()] + list(paper.differences):
-        print(textwrap.fill(note, width=110, initial_indent="  - ", subsequent_indent="    "))
-    print("\n" + beside_markdown(rows))
+    print(paper_markdown(res, heading="#"))
     return 0
 
 
@@ -228,7 +208,7 @@ def cmd_report(args) -> int:
     from headprune_core.reports.report import write_report  # here: it draws with plotly, which findings never need
     cards = read_staged(found.study, found.plan, draws=found.draws, first=found).cards
     out = write_report(cards, args.out or f"findings.{args.format}", fmt=args.format, title=title,
-                       intro=intro)
+                       intro=intro, papers=papers_section(found.study.store, draws=found.draws))
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {args.format})")
     return 0
 

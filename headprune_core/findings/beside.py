@@ -2,6 +2,11 @@
 (plans/papers.py) answers, with our estimate over training runs and test sentences, its 95% interval, the
 difference, and whether the paper's number lies inside our interval.
 
+Ours is an estimate with an interval where the paper's number is a score, a change or a mean of changes (the
+unit is the training run: a mean over pairs pools, per training seed, every grid point's fine-tune of that seed,
+:func:`~headprune_core.findings.evidence.pooled_change`), and a plain number where it is a count of pairs or the
+largest or smallest change over them: those are read from each pair's mean over training runs, with no interval.
+
 A row is ``computed``, ``missing`` (the plan answers it once the named job is computed: a half-computed plan shows
 what it has and names the rest), ``not in this plan`` (a language, model or setting the plan, as run, lacks) or
 ``no reader yet`` (a kind of number no reader below computes; it is listed, not dropped). Ours is on the plan's
@@ -15,10 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from headprune_core.findings.evidence import Evidence, Retrain
+from headprune_core.findings.calibration import DRAWS
+from headprune_core.findings.cards import Findings
+from headprune_core.findings.evidence import Retrain, pooled_change
 from headprune_core.findings.paper_numbers import PaperNumber, select
 from headprune_core.methods.inference import Estimate
-from headprune_core.methods.uncertainty import run_estimate
+from headprune_core.methods.uncertainty import metric_of, run_estimate
 from headprune_core.plans.papers import PAPER_PLANS, PaperPlan
 from headprune_core.plans.plan import StudyPlan
 from headprune_core.plans.sweep import SweepSpec
@@ -39,10 +46,16 @@ class BesideRow:
     status: str
     ours: Estimate | None = None
     note: str = ""
+    plain: float | None = None  # ours where it has no interval: a count of pairs, an extreme over them
+
+    @property
+    def value(self) -> float | None:
+        """Our number: the estimate's mean, or the plain number."""
+        return self.ours.diff if self.ours is not None else self.plain
 
     @property
     def diff(self) -> float | None:
-        return None if self.ours is None else self.ours.diff - self.number.value
+        return None if self.value is None else self.value - self.number.value
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -59,21 +72,33 @@ class BesideRow:
         iv = self.interval
         return {"where": n.where, "model": n.model or "-", "setting": n.setting or "-",
                 "row": n.row or "-", "column": n.column or "-", "paper": f"{n.written} {n.unit}",
-                "ours": "-" if self.ours is None else f"{self.ours.diff:.2f}" + (
-                    f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else " (one run: no interval)"),
+                "ours": self._ours_text(iv),
                 "difference": "-" if self.diff is None else f"{self.diff:+.2f}",
                 "paper inside ours": {None: "-", True: "yes", False: "no"}[self.inside],
                 "status": self.status + (f"; {self.note}" if self.note else "")}
 
+    def _ours_text(self, iv) -> str:
+        if self.ours is None:
+            return "-" if self.plain is None else (f"{self.plain:.0f}" if self.number.unit == "count"
+                                                   else f"{self.plain:.2f}") + " (no interval)"
+        return f"{self.ours.diff:.2f}" + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else " (one run: no interval)")
+
 
 class _Point:
-    """One grid point of the plan as the cards read it: its plan, model, sources and Evidence."""
+    """One grid point of the plan as the cards read it: its plan, model, sources and Findings (per task)."""
 
-    def __init__(self, plan: StudyPlan, store: Store, *, planning: bool = False):
-        self.plan = plan
-        study = (PlannedStudy(plan.model, store=store, progress=False, sources=plan.sources) if planning
-                 else plan.study(store=store, progress=False))
-        self.evidence = Evidence(study, plan, task=plan.tasks[0])
+    def __init__(self, plan: StudyPlan, store: Store, *, planning: bool = False, draws: int = DRAWS):
+        self.plan, self.draws = plan, draws
+        self.study = (PlannedStudy(plan.model, store=store, progress=False, sources=plan.sources) if planning
+                      else plan.study(store=store, progress=False))
+        self._findings: dict[str, Findings] = {}
+        self.evidence = self.findings(plan.tasks[0])
+
+    def findings(self, task: str) -> Findings:
+        """The cards of this point on ``task`` (their Evidence: what the beside rows read too)."""
+        if task not in self._findings:
+            self._findings[task] = Findings(self.study, self.plan, task=task, draws=self.draws)
+        return self._findings[task]
 
     def retrain(self, strategy: str, setting: str) -> tuple[Retrain | None, str]:
         ex = self.evidence.retrain(strategy, setting=setting)
@@ -94,12 +119,21 @@ def _pair(column: str) -> tuple[str, str] | None:
     return a.strip().lower(), b.strip().lower()
 
 
-class _Reader:
-    """Fills the rows of one computed paper plan (its grid points' Evidence)."""
+class Reader:
+    """Reads one paper plan's grid points from a store: the rows of its reported numbers (:meth:`rows`), and the
+    Findings of each point (findings/paper_plans.py reads its cards)."""
 
-    def __init__(self, paper: PaperPlan, store: Store, spec: SweepSpec, *, planning: bool = False):
+    def __init__(self, paper: PaperPlan, store: Store, spec: SweepSpec, *, planning: bool = False,
+                 draws: int = DRAWS):
         self.paper = paper
-        self.points = [_Point(p, store, planning=planning) for p in spec.plans()]
+        plans = spec.plans()
+        self.points = [_Point(p, store, planning=planning, draws=draws) for p in plans]
+        self.settings = tuple(plans[0].settings) if plans else ()
+
+    def rows(self) -> list[BesideRow]:
+        """Every reported number the plan answers, beside ours."""
+        numbers = [n for cell in self.paper.cells for n in select(paper=self.paper.paper, role="result", **cell)]
+        return [self.row(n) for n in dict.fromkeys(numbers)]
 
     def point(self, model: str, sources: tuple[str, ...] | None) -> _Point | None:
         for p in self.points:
@@ -108,15 +142,72 @@ class _Reader:
         return None
 
     def row(self, n: PaperNumber) -> BesideRow:
+        q = n.quantity
         if n.where == "Table 5" and n.row in STRATEGY and _pair(n.column):
             return self._table5(n)
-        if n.where == "Table 5" and n.row in STRATEGY and n.quantity.startswith("mean over the row's 8 target"):
-            return self._table5_mean(n)
+        if n.where == "Table 5" and n.row in STRATEGY and q.startswith("mean over the row's 8 target"):
+            return self._table5_mean(n, STRATEGY[n.row])
+        if q.startswith("mean F1 gain from pruning low-ranked heads over Table 5's 8"):
+            return self._table5_mean(n, "importance")
         if n.where == "Table 6" and n.row in ("unpruned", "pruned"):
             return self._table6(n)
         if n.row in ("unpruned", "pruned") and _pair(n.column):
             return self._single_pair(n)
-        return BesideRow(n, "no reader yet", note=n.quantity)
+        if q.startswith("average F1 gain of the best pruned model"):
+            return self._over_pairs(n, lambda parts: (pooled_change([(ex, [t], ex.best_pruned) for ex, t in parts]),
+                                                      None, f"{len(parts)} pairs"))
+        if n.unit == "count" and q.startswith("pairs where"):
+            return self._over_pairs(n, self._count, every=True)
+        if q.startswith(("most negative single-pair", "largest single-pair")):
+            return self._over_pairs(n, lambda parts: self._extreme(parts, q.startswith("largest")), every=True)
+        if n.where == "Footnote 6":
+            return self._over_pairs(n, self._heads, settings_of_row=False)
+        return BesideRow(n, "no reader yet", note=q)
+
+    # --- numbers over the pairs of a Ma et al. table: every single-source grid point, its targets -------------
+    def _over_pairs(self, n: PaperNumber, fill, *, every: bool = False, settings_of_row: bool = True) -> BesideRow:
+        """A row read from every (source, target) pair of the row's model and setting (``every``: of the whole
+        plan), the importance re-fine-tuning of each single-language source point; ``fill(parts)`` gives
+        ``(estimate, plain, note)`` from the list of (retrain, target)."""
+        models = [n.model] if n.model and not every else list(dict.fromkeys(p.plan.model for p in self.points))
+        settings = ([SETTINGS[n.setting]] if settings_of_row and n.setting in SETTINGS and not every
+                    else list(self.settings))
+        parts = []
+        for model in models:
+            points = [p for p in self.points if p.plan.model == model and len(p.plan.source_langs) == 1]
+            if not points:
+                return BesideRow(n, "not in this plan", note=f"no single-source grid point of {model}")
+            for p in points:
+                for setting in settings:
+                    ex, what = p.retrain("importance", setting)
+                    if ex is None:
+                        return BesideRow(n, f"missing: {what}")
+                    parts += [(ex, t) for t in ex.targets]
+        est, plain, note = fill(parts)
+        return BesideRow(n, "computed", est, note="; ".join(x for x in (note, self._substitute()) if x), plain=plain)
+
+    @staticmethod
+    def _pair_changes(parts) -> list[tuple[float, str]]:
+        """Each pair's change (dev-picked pruned minus unpruned, points), its mean over training runs."""
+        return [(float(sum(metric_of(ex.units(ex.best_pruned(s), s, t)) - metric_of(ex.units("0", s, t))
+                           for s in ex.seeds) / len(ex.seeds)),
+                 f"{ex.cfg.finetune.setting} {ex.source.upper()}->{t.upper()}") for ex, t in parts]
+
+    def _count(self, parts) -> tuple[None, float, str]:
+        changes = [c for c, _ in self._pair_changes(parts)]
+        return None, float(sum(c > 0 for c in changes)), f"of {len(changes)} pairs, each its mean over training runs"
+
+    def _extreme(self, parts, largest: bool) -> tuple[None, float, str]:
+        value, where = (max if largest else min)(self._pair_changes(parts))
+        return None, value, f"at {where}, over {len(parts)} pairs of every model and setting, each its mean over runs"
+
+    @staticmethod
+    def _heads(parts) -> tuple[Estimate, None, str]:
+        """Per training seed, the mean over pairs of how many heads the dev-picked pruned level prunes (ours
+        picks k per source point and setting on the source's dev set; the paper per pair on its test scores)."""
+        seeds = [s for s in parts[0][0].seeds if all(s in ex.seeds for ex, _ in parts)]
+        runs = [sum(ex.heads(ex.best_pruned(s)) for ex, _ in parts) / len(parts) for s in seeds]
+        return Estimate(tuple(runs)), None, f"{len(parts)} pairs; k picked per source point on its dev set"
 
     def _retrain_row(self, n: PaperNumber, sources, strategy: str, setting: str, langs: list[str], fill) -> BesideRow:
         point = self.point(n.model, sources)
@@ -136,9 +227,9 @@ class _Reader:
         return self._retrain_row(n, (source,), STRATEGY[n.row], SETTINGS[n.setting], [target],
                                  lambda ex: ex.change([target], ex.best_pruned))
 
-    def _table5_mean(self, n: PaperNumber) -> BesideRow:
+    def _table5_mean(self, n: PaperNumber, strategy: str) -> BesideRow:
         targets = list(TABLE5_TARGETS)
-        return self._retrain_row(n, ("en",), STRATEGY[n.row], SETTINGS[n.setting], targets,
+        return self._retrain_row(n, ("en",), strategy, SETTINGS[n.setting], targets,
                                  lambda ex: ex.change(targets, ex.best_pruned))
 
     def _table6(self, n: PaperNumber) -> BesideRow:
@@ -164,9 +255,7 @@ def beside_rows(name: str, store: Store, *, spec: SweepSpec | None = None, plann
     if name not in PAPER_PLANS:
         raise ValueError(f"no paper plan {name!r}; known: {', '.join(PAPER_PLANS)}")
     paper = PAPER_PLANS[name]
-    reader = _Reader(paper, store, spec or SweepSpec.from_dict(paper.sweep()), planning=planning)
-    numbers = [n for cell in paper.cells for n in select(paper=paper.paper, role="result", **cell)]
-    return [reader.row(n) for n in dict.fromkeys(numbers)]
+    return Reader(paper, store, spec or SweepSpec.from_dict(paper.sweep()), planning=planning).rows()
 
 
 BESIDE_COLUMNS = ["where", "model", "setting", "row", "column", "paper", "ours", "difference", "paper inside ours",
@@ -179,7 +268,13 @@ def beside_markdown(rows: list[BesideRow]) -> str:
     lines = ["| " + " | ".join(BESIDE_COLUMNS) + " |", "|" + "---|" * len(BESIDE_COLUMNS)]
     lines += ["| " + " | ".join(r.cells()[c] for c in BESIDE_COLUMNS) + " |" for r in done + [
         r for r in rows if r.status != "computed"]]
-    inside = sum(bool(r.inside) for r in done)
-    lines.append(f"\n{len(done)} of {len(rows)} reported numbers computed; the paper's number lies inside our 95% "
-                 f"interval in {inside} of {sum(r.inside is not None for r in done)} that have one.")
+    lines.append("\n" + beside_summary(rows))
     return "\n".join(lines)
+
+
+def beside_summary(rows: list[BesideRow]) -> str:
+    """How many reported numbers are computed, and in how many the paper's number lies inside our interval."""
+    done = [r for r in rows if r.status == "computed"]
+    inside = sum(bool(r.inside) for r in done)
+    return (f"{len(done)} of {len(rows)} reported numbers computed; the paper's number lies inside our 95% "
+            f"interval in {inside} of {sum(r.inside is not None for r in done)} that have one.")

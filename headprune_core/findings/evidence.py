@@ -75,9 +75,11 @@ class Retrain:
     def change(self, langs: list[str], level_of) -> Estimate:
         """Per run, the mean over ``langs`` of (pruned at ``level_of(seed)``) - (unpruned), in points, estimated
         over training runs and test sentences (:func:`~headprune_core.methods.uncertainty.run_estimate`)."""
-        runs = [self.run(s, {**{f"0:{g}": ("0", g) for g in langs}, **{f"k:{g}": (level_of(s), g) for g in langs}})
-                for s in self.seeds]
-        return run_estimate(runs, lambda m: mean_of([m[f"k:{g}"] - m[f"0:{g}"] for g in langs]))
+        return pooled_change([(self, langs, level_of)])
+
+    def heads(self, label: str) -> int:
+        """How many heads level ``label`` prunes."""
+        return int(dict(zip(self.levels, self.result["k"]))[label])
 
     def best(self, seed: int) -> str:
         """The level dev picked for ``seed`` among every level, 0 (unpruned) included."""
@@ -89,6 +91,28 @@ class Retrain:
         i = self.seeds.index(seed)
         pruned = [(lab, k) for lab, k in zip(self.levels, self.result["k"]) if lab != "0"]
         return max(pruned, key=lambda lk: (self.result["dev"][lk[0]]["per_seed"][i], -lk[1]))[0]
+
+
+def pooled_change(parts: list[tuple[Retrain, list[str], object]]) -> Estimate:
+    """The mean change over every (experiment, language) of ``parts`` (each ``(retrain, langs, level_of)``: the
+    languages it is read on and the level it prunes per seed), pruned minus unpruned in points.
+
+    The unit is the training seed: run ``s`` pools every experiment's fine-tune of seed ``s`` (the seeds all of
+    them have), so the interval comes from the spread of the per-seed means over experiments that were trained
+    apart (different source languages, settings or models) and from the test sentences they share."""
+    seeds = [s for s in parts[0][0].seeds if all(s in ex.seeds for ex, _, _ in parts)]
+    if not seeds:
+        raise ValueError("the experiments pooled share no training seed: " + "; ".join(
+            f"{ex.job.what}: {ex.seeds}" for ex, _, _ in parts))
+    names = [(i, g) for i, (_, langs, _) in enumerate(parts) for g in langs]
+    runs = []
+    for s in seeds:
+        run = {}
+        for i, (ex, langs, level_of) in enumerate(parts):
+            run.update({f"{i}:0:{g}": (ex.test_set(g), ex.units("0", s, g)) for g in langs})
+            run.update({f"{i}:k:{g}": (ex.test_set(g), ex.units(level_of(s), s, g)) for g in langs})
+        runs.append(run)
+    return run_estimate(runs, lambda m: mean_of([m[f"{i}:k:{g}"] - m[f"{i}:0:{g}"] for i, g in names]))
 
 
 class Evidence:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from headprune_core.findings.cards import MISSING, SAME, Card, Findings
 from headprune_core.findings.page import page_control
+from headprune_core.findings.paper_plans import PapersSection, section_markdown
 
 
 def cell_text(value) -> str:
@@ -79,8 +80,10 @@ def _table_md(rows: list[dict]) -> list[str]:
     return out + [""]
 
 
-def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: datetime | None = None) -> str:
-    """The same report as Markdown (no charts: each card's numbers, interval and runs are in its text)."""
+def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: datetime | None = None,
+                    papers: PapersSection | None = None) -> str:
+    """The same report as Markdown (no charts: each card's numbers, interval and runs are in its text); with
+    ``papers``, the papers' own experiments last (findings/paper_plans.py)."""
     created = created or datetime.now(UTC)
     lines = [f"# {_md(title)}", ""]
     if intro:
@@ -109,10 +112,14 @@ def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: 
                 lines += [f"*{_md(note)}*", ""]
             lines += _table_md(card.rows)
         lines += [f"**Rule.** {_md(card.rule)}", ""]
+        if papers is not None and card.key in papers.answered:
+            lines += [f"**At the papers' own size.** {', '.join(papers.answered[card.key])}", ""]
         if card.calibration is not None:
             lines += [f"**How often this rule is wrong.** {calibration_line(card.calibration)}", ""]
         if card.protocol:
             lines += [f"**Protocol here.** {_md(card.protocol)}", ""]
+    if papers is not None:
+        lines += [section_markdown(papers), ""]
     return "\n".join(lines)
 
 

@@ -19,10 +19,29 @@ from headprune_core.base.files import write_file_atomic
 from headprune_core.figures.cards import COLOURS, PAGE_CAPTION, card_figure, page_figure
 from headprune_core.findings.cards import MISSING, VERDICTS, Card
 from headprune_core.findings.page import page_control
+from headprune_core.findings.paper_plans import PAPERS_INTRO, PapersSection, not_started_text
 from headprune_core.findings.report import calibration_line, page_text, report_markdown, summary_rows
 from headprune_core.reports.document import chart_div, document, esc, table_html, written
 
 FORMATS = ("html", "md")
+
+
+def _papers_html(papers: PapersSection) -> list[str]:
+    """The papers' own experiments: which sweep answers each card, then each paper plan's numbers beside ours and
+    its cards' verdicts, or the sweep that computes it."""
+    out = ["<h2 id='papers'>The papers' own experiments</h2>", f"<p>{esc(PAPERS_INTRO)}</p>",
+           table_html([{"card": card, "answered at the paper's size by": ", ".join(sweeps)}
+                       for card, sweeps in sorted(papers.answered.items())])]
+    for paper, res in papers.plans:
+        out.append(f"<section class='paper' id='paper-{esc(paper.name)}'><h3>{esc(paper.title)}</h3>")
+        if res is None:
+            out.append(f"<p class='missing'>{esc(not_started_text(paper.name))}</p></section>")
+            continue
+        notes = ([res.unread] if res.unread else []) + [f"{t}: {s}" for t, s in paper.substitutes.items()]
+        out += [f"<p class='note'>{esc(n)}</p>" for n in notes + list(paper.differences)]
+        out += [table_html([r.cells() for r in res.rows]), table_html([v.cells() for v in res.verdicts]),
+                "</section>"]
+    return out
 
 
 def _card_html(card: Card, figure_id: str) -> str:
@@ -55,8 +74,10 @@ def _card_html(card: Card, figure_id: str) -> str:
     return "\n".join(parts)
 
 
-def report_html(cards: list[Card], *, title: str, intro: str = "", created: datetime | None = None) -> str:
-    """One self-contained HTML page: the page's chart, a summary table, then every card with its chart."""
+def report_html(cards: list[Card], *, title: str, intro: str = "", created: datetime | None = None,
+                papers: PapersSection | None = None) -> str:
+    """One self-contained HTML page: the page's chart, a summary table, then every card with its chart; with
+    ``papers``, the papers' own experiments last (findings/paper_plans.py)."""
     created = created or datetime.now(UTC)
     page = page_control(cards)  # first: the headlines the figures and counts show
     overview = page_figure(cards)
@@ -72,16 +93,17 @@ def report_html(cards: list[Card], *, title: str, intro: str = "", created: date
             f"<p>{len(cards)} cards: {esc(count_text)}. {written(created)}.</p>",
             (f'{chart_div("chart-page")}<p class="note">{esc(PAGE_CAPTION)}</p>' if overview else ""),
             table_html(summary_rows(cards, page), link="card"), f"<p class='note'>{esc(page_text(page))}</p>",
-            *(_card_html(c, fid) for c, fid in zip(cards, ids))]
+            *(_card_html(c, fid) for c, fid in zip(cards, ids)), *(_papers_html(papers) if papers else [])]
     return document(title, body, figures)
 
 
-def write_report(cards: list[Card], out: str | Path, *, fmt: str, title: str, intro: str = "") -> Path:
+def write_report(cards: list[Card], out: str | Path, *, fmt: str, title: str, intro: str = "",
+                 papers: PapersSection | None = None) -> Path:
     """Write the report in ``fmt`` (``html`` or ``md``) to ``out`` (its folder must exist); returns the path."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; known: {', '.join(FORMATS)}")
     out = Path(out).expanduser()
     if not out.parent.is_dir():
         raise FileNotFoundError(f"no such folder for the report: {out.parent}")
-    text = (report_html if fmt == "html" else report_markdown)(cards, title=title, intro=intro)
+    text = (report_html if fmt == "html" else report_markdown)(cards, title=title, intro=intro, papers=papers)
     return write_file_atomic(out, text)

@@ -162,10 +162,13 @@ def provide(spec, hf_cache: Path, mirror: Path, *, rows: int = 8) -> None:
 
 def run_offline(spec, store, markers: Path) -> int:
     """Every job of sweep ``spec``, as a sweep's worker computes it (plans/sweep_ray.run_job), in this process, in
-    the order the graph releases them; the number of jobs run."""
+    the order the graph releases them, recording the sweep's progress as its driver does (cache/sweeps: what the
+    views read the sweep as run from); the number of jobs run."""
     from headprune_core.plans.sweep import build_graph
     from headprune_core.plans.sweep_ray import run_job
+    from headprune_core.plans.sweep_record import SweepRecord
     graph = build_graph(spec, store=store)
+    record = SweepRecord(graph, "offline")
     done = 0
     while ready := graph.ready():
         for node in ready:
@@ -175,4 +178,6 @@ def run_offline(spec, store, markers: Path) -> int:
                      "cache": str(store.root.parent), "device": "cpu", "run": "offline", "markers": str(markers)})
             node.state = "done"
             done += 1
+    record.state = "done"
+    record.write(force=True)
     return done

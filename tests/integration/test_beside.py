@@ -58,6 +58,29 @@ def test_table5_beside_ours_on_a_plan_computed_without_the_hub(tmp_path, monkeyp
     mean = next(r for r in beside_rows("ma2021-table5-ner", store, spec=spec)
                 if r.number.quantity.startswith("mean over the row's 8 target"))
     assert mean.status == "not in this plan" and "ar, de, nl, fa, he, ja, ur not among its languages" in mean.note
+    # the Findings page's section reads the sweep as it ran (its record) and shows the same rows, and card b2's
+    # verdict on the plan's one grid point
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_function(_section, args=(str(store.root),))
+    at.run()
+    assert not at.dataframe and not at.exception  # closed until the reader opens it
+    at.toggle(key="papers_on").set_value(True).run()
+    at.selectbox(key="paper_plan").set_value("ma2021-table5-ner").run()
+    assert not at.exception, [e.value for e in at.exception]
+    beside, verdicts = at.dataframe
+    shown = beside.value
+    assert len(shown) == 39 and (shown["status"] == "computed").sum() == 4
+    assert set(shown.loc[shown["status"] == "computed", "paper inside ours"]) <= {"yes", "no"}
+    assert list(verdicts.value["card"]) == ["b2"] and verdicts.value["verdict"][0] != "not computed yet"
+    assert any("4 of 39 reported numbers computed" in c.value for c in at.caption)
+    at.selectbox(key="paper_plan").set_value("budhraja2020-glue").run()
+    assert any("Nothing of `sweeps/budhraja2020-glue.json` is computed in this cache" in i.value for i in at.info)
+
+
+def _section(root: str) -> None:
+    from headprune_app.papers_view import section
+    from headprune_core.runs.store import Store
+    section(Store(root))
 
 
 def _retrain(spec, store):

@@ -126,8 +126,8 @@ def test_the_reproduce_page_quotes_the_registry_and_the_dry_runs(tmp_path, monke
 def test_findings_plan_name_shows_each_number_and_the_job_it_needs(tmp_path, monkeypatch, capsys):
     """`headprune findings --plan-name NAME` without the Hub: every number the paper reports, each naming the job
     that computes it (a plan not computed here is a plan half computed, with nothing in it)."""
-    from headprune_core.cli.findings import answered_by
     from headprune_core.cli.main import main
+    from headprune_core.findings.paper_plans import answered_by
 
     def offline(*a, **k):
         raise ConnectionError("Couldn't reach the Hub (OfflineModeIsEnabled)")
@@ -143,6 +143,10 @@ def test_findings_plan_name_shows_each_number_and_the_job_it_needs(tmp_path, mon
     assert main(["findings", "--plan-name", "ma2021-table5-ner", "--format", "json", "--cache", str(tmp_path)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["cards"] == ["b2"] and len(data["beside"]) == 39 and data["substitutes"]["ner"]
+    # per claim: card b2 on the plan's one grid point, not computed, naming the jobs it needs
+    (verdict,) = data["verdicts"]
+    assert (verdict["card"], verdict["task"], verdict["verdict"]) == ("b2", "ner", "not computed yet")
+    assert verdict["ours"].startswith("needs: prune importance (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)")
     assert "sweeps/ma2021-table5-ner.json" in answered_by()["b2"]
     # options it does not use are errors, not silence
     assert main(["findings", "--plan-name", "ma2021-table5-ner", "--card", "a1", "--cache", str(tmp_path)]) != 0

@@ -123,3 +123,29 @@ def test_report_command_writes_the_cards_of_the_cache(tiny_cache, capsys, monkey
     assert "<!DOCTYPE html>" in (tmp_path / "r.html").read_text()[:20]
     with pytest.raises(SystemExit):
         main(["report", "shared-heads", str(plan)])
+
+
+def test_the_report_names_the_paper_plans_and_what_each_would_answer(cards, tmp_path):
+    """On a cache with none of the papers' experiments (the embedded default), both reports end with which sweep
+    answers each card at the paper's size and, per paper plan, the command that computes it: nothing is read of
+    a plan whose models and tasks this cache never fine-tuned."""
+    from headprune_core.findings.paper_plans import papers_section, started
+    from headprune_core.plans.papers import PAPER_PLANS
+    from headprune_core.runs.store import Store
+
+    store = Store(tmp_path / "runs")
+    section = papers_section(store, draws=50)
+    assert [p.name for p, res in section.plans] == list(PAPER_PLANS) and all(res is None for _, res in section.plans)
+    assert not any(started(name, store) for name in PAPER_PLANS)
+    md = report_markdown(cards, title="t", papers=section)
+    tail = md[md.index("## The papers' own experiments"):]
+    assert "| a1 | `sweeps/ma2021-pos.json`, `sweeps/ma2021-ner.json`, `sweeps/ma2021-table6-pos.json`" in tail
+    for name in PAPER_PLANS:
+        assert f"Nothing of `sweeps/{name}.json` is computed in this cache: `headprune sweep sweeps/{name}.json`" \
+            in tail
+    a1 = md[md.index("## (a1)"):md.index("## (a2)")]
+    assert "**At the papers' own size.** sweeps/ma2021-pos.json, sweeps/ma2021-ner.json" in a1
+    html = report_html(cards, title="t", papers=section)
+    assert html.count("<section class='paper' id='paper-") == len(PAPER_PLANS)
+    assert "The papers&#x27; own experiments" in html or "The papers' own experiments" in html
+    assert "papers' own experiments" not in report_markdown(cards, title="t")  # only when asked
