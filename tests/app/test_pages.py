@@ -435,3 +435,6 @@ def test_the_findings_page_builds_each_chart_once_for_every_session(fixture_cach
         assert not at.exception, [e.value for e in at.exception]
     assert "page" in built and sorted(built) == sorted(set(built)), built  # the charts, each built once
     assert len(plotly_charts(at)) >= len(built) - 1  # and the last session drew them (the page's, if any)
+    # each card names the sweeps that answer it at the papers' own size; their section stays closed until asked
+    assert any(c.value.startswith("At the papers' own size: `sweeps/ma2021-pos.json`") for c in at.caption)
+    assert at.toggle(key="papers_on").value is False
