@@ -198,6 +198,10 @@ class RetrainCards:
             return card
         levels = [lab for lab in rnd.levels if lab != "0"]
         src, targets = rnd.source, rnd.targets
+        if not targets:
+            card.missing = [f"the random re-fine-tuning by shares tests only {src}: the card compares target "
+                            "languages' drops with the source's"]
+            return card
         runs = [{f"{lab}:{lang}": (rnd.test_set(lang), rnd.units(lab, s, lang)) for lab in ("0", *levels)
                  for lang in rnd.langs} for s in rnd.seeds]
 

@@ -53,6 +53,7 @@ class PaperPlan:
     differences: tuple[str, ...] = ()
     cells: tuple[dict, ...] = ()  # paper_numbers.select filters of the reported numbers it answers
     cards: tuple[str, ...] = ()
+    card_langs: tuple[str, ...] = ()  # target languages its cards read at any size (kept by :meth:`smallest`)
 
     def sweep(self) -> dict:
         """The sweep spec file's content: name and description first, then the spec's fields."""
@@ -65,14 +66,17 @@ class PaperPlan:
 
     def smallest(self, *, targets: int = 2, points: int = 2) -> dict:
         """This plan's sweep at the smallest size, for the end-to-end tests: every model, task, setting and
-        strategy kept; 6 sentences, 1 epoch, k in 1..2 (shares too), two training seeds, one ranking seed; the
-        first ``points`` source-language points, their languages and ``targets`` more."""
+        strategy kept; 6 sentences, 1 epoch, k in 1..2 (or the first two shares of the heads), two training
+        seeds, one ranking seed; the first ``points`` source-language points, their languages, the languages its
+        cards read (:attr:`card_langs`) and ``targets`` more."""
         spec = json.loads(json.dumps(self.sweep()))
         spec["name"] = f"{self.name}-smallest"
         spec["train"] = {**spec["train"], "max_train_sentences": 6, "epochs": 1.0, "batch_size": 4}
         spec["score_sentences"] = spec["eval_sentences"] = 6
         for exp in spec["refinetune"]:
-            if exp["strategy"] in ("importance", "reverse", "random"):
+            if exp.get("shares"):  # an experiment by shares of the heads stays one (cards e1 and h read those)
+                exp["shares"] = exp["shares"][:2]
+            elif exp["strategy"] in ("importance", "reverse", "random"):
                 exp.pop("max_k", None)
                 exp["levels"], exp["shares"] = [1, 2], []
             exp["seeds"] = exp["seeds"][:2]
@@ -80,7 +84,8 @@ class PaperPlan:
             spec["ranking_seeds"] = spec["ranking_seeds"][:1]
         spec["source_grid"] = spec["source_grid"][:points]
         sources = list(dict.fromkeys(x for g in spec["source_grid"] for x in g))
-        spec["langs"] = sources + [x for x in spec["langs"] if x not in sources][:targets]
+        keep = [x for x in self.card_langs if x not in sources]
+        spec["langs"] = sources + keep + [x for x in spec["langs"] if x not in sources + keep][:targets]
         return spec
 
 
@@ -153,12 +158,13 @@ _PLANS = (
               "English), random and layer-wise pruning of 25/50/75% of the heads, then fine-tuning",
               _budhraja(["xnli"], XNLI, ["bert-base-multilingual-cased"], pairs=False), {},
               ("Budhraja et al. 2021 give no numbers or protocol in what we could read: their 2020 repository's "
-               "training is used (3 epochs, 2e-5, batch 32, 128 tokens).",), (), ("d", "e2", "h")),
+               "training is used (3 epochs, 2e-5, batch 32, 128 tokens).",), (), ("d", "e2", "h"),
+              ("es", "fr", "tr")),  # card d: SVO targets and Turkish
     PaperPlan("budhraja2021-glue", "budhraja2021", "Budhraja et al. 2021: mBERT beside BERT on four GLUE tasks, random "
               "and layer-wise pruning, then fine-tuning",
               _budhraja(GLUE4, ["en"], ["bert-base-multilingual-cased", "bert-base-cased"], pairs=False), {},
               ("The 2021 abstract names 'four GLUE tasks' but not which: the 2020 paper's four are used.",), (),
-              ("h",)),
+              ()),  # English only: no card compares languages on it (card h needs targets)
     PaperPlan("budhraja2020-glue", "budhraja2020", "Budhraja et al. 2020: BERT-base on MNLI-m, QQP, QNLI and SST-2, "
               "random pruning of 25/50/75% of the heads (three draws) against importance pruning, layer thirds "
               "and adjacent layer pairs, then fine-tuning",

@@ -46,7 +46,8 @@ def test_a_paper_plan_runs_end_to_end_on_local_hub_copies(name, tmp_path, monkey
     assert res.read_as.startswith(f"as sweep {name}-smallest ran it") and not res.unread
     assert [r.cells() for r in res.rows] == [r.cells() for r in rows]
     cards = PAPER_PLANS[name].cards
-    assert len(res.verdicts) == sum(len(p.tasks) for p in spec.plans()) * len(cards) > 0
+    assert len(res.verdicts) == sum(len(p.tasks) for p in spec.plans()) * len(cards)
+    assert res.verdicts or name == "budhraja2021-glue"  # English only: no card compares its languages
     unread = [(v.point, v.task, v.card.key, v.card.verdict, v.card.missing) for v in res.verdicts
               if not v.card.estimates or v.card.missing]
     assert not unread, unread
