@@ -10,13 +10,15 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 python -m pip install --quiet --upgrade pip
+# --no-compile: Python compiles a module when it is first imported, so the install does not compile all 1.9 GB of
+# packages (a minute on 2 cores) for the few modules headprune imports.
 # The locks (scripts/lock.sh makes them), every file checked against its hash: the runtime dependencies and the dev
 # tools (the dev lock repeats the runtime pins; pip fails if the two disagree). torch is in neither and nothing in them
 # needs it: in hash mode a package that did would fail here, not pull a (multi-GB CUDA) torch build in behind our back.
-python -m pip install --quiet --require-hashes -r requirements.txt -r requirements-dev.txt
+python -m pip install --quiet --no-compile --require-hashes -r requirements.txt -r requirements-dev.txt
 # torch, pinned without a hash (requirements-torch.txt says why): here the CPU build from the machine's wheel folder,
 # whose dependencies the locks have just installed; elsewhere the build pip picks for the platform, with its own.
-python -m pip install --quiet -r requirements-torch.txt
+python -m pip install --quiet --no-compile -r requirements-torch.txt
 # headprune itself, editable: the `headprune` command, and imports that follow this checkout
 python -m pip install --quiet --no-deps --no-build-isolation -e .
 if [ "${1:-}" = "--browser" ]; then
