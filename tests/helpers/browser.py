@@ -51,30 +51,10 @@ def offline_page(path: Path, ready_js: str) -> Iterator[tuple[object, list[str],
         yield page, errors, requests
 
 
-_HANDED: set[int] = set()
-
-
 def free_port() -> int:
-    """A port free now. With ``HEADPRUNE_TEST_PORT_BASE`` set, the first free one from there up (never one this
-    process handed out before): scripts/test.sh runs the quick bench beside the other slow tests, and the two
-    processes must never get the same port (a port the system picks is not reserved until a server binds it), so
-    the bench takes its ports from a range of its own, below the system's ephemeral range."""
-    base = os.environ.get("HEADPRUNE_TEST_PORT_BASE")
-    if not base:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-    for port in range(int(base), int(base) + 2000):
-        if port in _HANDED:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _HANDED.add(port)
-        return port
-    raise RuntimeError(f"no free port in {base}..{int(base) + 1999} (HEADPRUNE_TEST_PORT_BASE)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
