@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 SIZES = (1, 10, 30)
 NICED_SIZES = (10,)
-QUICK_SIZES = (3,)  # --quick (CI): one class per mode, every code path; the sizes are the full run's
+QUICK_SIZES = (2,)  # --quick (CI): one class per mode, every code path; the sizes are the full run's
 NAV = {"importance": "Head importance", "prune": "Prune & evaluate", "inspector": "Head inspector",
        "findings": "Findings"}  # = page titles
 CLASS_SIZES = (1, 30)

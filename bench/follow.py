@@ -28,7 +28,8 @@ from headprune_app.timing import ENV as PAGE_LOG
 REPO = Path(__file__).resolve().parents[1]
 LESSON = "attention-heads-across-languages"
 N, EVERY, SECONDS = 30, 20.0, 300.0
-QUICK = (2, 8.0, 24.0)  # `python -m bench --quick` (CI): two classes (the full run adds the one not following)
+QUICK = (2, 10.0, 20.0)  # `python -m bench --quick` (CI): two classes (the full run adds the one not following),
+# two moves each, 10 s apart: a step's page runs arrive before the next move on a loaded CI machine too
 LOOK_S = 0.25  # how often the bench reads each student's step (a delay is at most this much late)
 SETTLE_S = 10.0  # after every student shows a step, before the measured time begins
 GRACE_S = 20.0  # after the teacher's last move, how long the students get to arrive (at most the time between moves)

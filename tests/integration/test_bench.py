@@ -65,7 +65,7 @@ def test_a_big_corpus_is_registered_and_scored_with_its_peaks(quick):
 def test_a_small_class_walks_the_dashboard_on_one_server(quick):
     section = quick[1]["classroom"]
     rows = section["rows"]
-    assert [r[0] for r in rows] == ["3", "3 (class mode)"]
+    assert [r[0] for r in rows] == ["2", "2 (class mode)"]
     for sessions, complete, exceptions, failed, p50, p95, _, _, run50, run95, run_cpu95, rss, wall, machine, server, \
             browsers, render, warmup in rows:
         assert complete == int(sessions.split()[0]) and exceptions == failed == 0  # every walk reached its end
@@ -76,7 +76,7 @@ def test_a_small_class_walks_the_dashboard_on_one_server(quick):
     # class mode: students walked on to the Findings page and changed nothing in the cache
     (changed,) = [g for g in section["goals"] if g["what"].startswith("class mode") and "cache files" in g["what"]]
     assert changed["measured"] == "0, 0, 0" and changed["met"] is True
-    assert any("Server CPU on that page per student: 3 session(s)" in n for n in section["notes"])
+    assert any("Server CPU on that page per student: 2 session(s)" in n for n in section["notes"])
     # the hostile class: students beside a hostile one change nothing, the server lives, the teacher unlocks
     hostile = {g["what"].split(": ", 1)[1]: g for g in section["goals"] if g["what"].startswith("hostile class")}
     assert hostile["server restarts"]["met"] is True
@@ -104,7 +104,7 @@ def test_the_class_follows_the_teacher_and_the_bench_says_what_it_cost(quick):
     # --quick: the class that does not follow (the CPU baseline) runs in the full bench only
     assert [r[0] for r in rows] == ["2 following, protocol clients", "2 following, Chromium windows"]
     for row in rows:
-        assert int(row[1]) == 3 and row[2].endswith("/6")  # three moves, two students: six arrivals to wait for
-        assert row[6] == "6/6"  # every follower's page run for each step, in the server's page log
-    assert rows[0][2] == "6/6"  # a protocol client is the server's part alone: every step arrives
+        assert int(row[1]) == 2 and row[2].endswith("/4")  # two moves, two students: four arrivals to wait for
+        assert row[6] == "4/4"  # every follower's page run for each step, in the server's page log
+    assert rows[0][2] == "4/4"  # a protocol client is the server's part alone: every step arrives
     assert all(float(r[-2]) > 0 and float(r[-1]) > 0 for r in rows)  # server CPU / student / min, moving or not
