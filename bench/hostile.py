@@ -117,9 +117,19 @@ def _shown(page) -> str:
         errors = page.locator("[data-testid='stAlertContentError']").all_inner_texts()
         status = page.locator("[data-testid='stStatusWidget']").all_inner_texts()
         side = page.locator("[data-testid='stSidebar']").first.inner_text(timeout=5_000)[-300:]
-        return f"errors {errors[:2]}, status {status[:1]}, sidebar ...{side!r}"
+        return f"errors {errors[:2]}, status {status[:1]}, {_form_sent(page)}, sidebar ...{side!r}"
     except Exception as err:  # noqa: BLE001 -- the page itself may be gone
         return f"(unreadable: {type(err).__name__})"
+
+
+def _form_sent(page) -> str:
+    """Whether the teacher's unlock form was submitted: it clears its field when it is (clear_on_submit), so a
+    field still filled was never sent."""
+    try:
+        field = page.get_by_label("Teacher's key").first.input_value(timeout=5_000)
+    except Exception as err:  # noqa: BLE001 -- the field may be gone with the page
+        return f"unlock form unreadable ({type(err).__name__})"
+    return "unlock form never submitted (its key field still filled)" if field else "unlock form submitted"
 
 
 def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
