@@ -53,7 +53,7 @@ def section(store: Store) -> None:
     paper = PAPER_PLANS[name]
     st.markdown(f"**{paper.title}.**  \nSweep `sweeps/{name}.json`; cards it answers: "
                 f"{', '.join(paper.cards) or 'none'}.")
-    for note in [f"{t}: {s}" for t, s in paper.substitutes.items()] + list(paper.differences):
+    for note in paper.notes:
         st.caption(note)
     if not started(name, store):
         st.info(not_started_text(name))

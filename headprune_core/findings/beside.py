@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from headprune_core.findings.calibration import DRAWS
 from headprune_core.findings.cards import Findings
-from headprune_core.findings.evidence import Retrain, pooled_change
+from headprune_core.findings.evidence import Retrain, pooled_change, shared_seeds
 from headprune_core.findings.paper_numbers import PaperNumber, select
 from headprune_core.methods.inference import Estimate
 from headprune_core.methods.uncertainty import metric_of, run_estimate
@@ -205,8 +205,8 @@ class Reader:
     def _heads(parts) -> tuple[Estimate, None, str]:
         """Per training seed, the mean over pairs of how many heads the dev-picked pruned level prunes (ours
         picks k per source point and setting on the source's dev set; the paper per pair on its test scores)."""
-        seeds = [s for s in parts[0][0].seeds if all(s in ex.seeds for ex, _ in parts)]
-        runs = [sum(ex.heads(ex.best_pruned(s)) for ex, _ in parts) / len(parts) for s in seeds]
+        runs = [sum(ex.heads(ex.best_pruned(s)) for ex, _ in parts) / len(parts)
+                for s in shared_seeds([ex for ex, _ in parts])]
         return Estimate(tuple(runs)), None, f"{len(parts)} pairs; k picked per source point on its dev set"
 
     def _retrain_row(self, n: PaperNumber, sources, strategy: str, setting: str, langs: list[str], fill) -> BesideRow:

@@ -93,6 +93,11 @@ class Retrain:
         return max(pruned, key=lambda lk: (self.result["dev"][lk[0]]["per_seed"][i], -lk[1]))[0]
 
 
+def shared_seeds(experiments: list[Retrain]) -> list[int]:
+    """The training seeds every one of ``experiments`` has, in the first one's order."""
+    return [s for s in experiments[0].seeds if all(s in ex.seeds for ex in experiments)]
+
+
 def pooled_change(parts: list[tuple[Retrain, list[str], object]]) -> Estimate:
     """The mean change over every (experiment, language) of ``parts`` (each ``(retrain, langs, level_of)``: the
     languages it is read on and the level it prunes per seed), pruned minus unpruned in points.
@@ -100,7 +105,7 @@ def pooled_change(parts: list[tuple[Retrain, list[str], object]]) -> Estimate:
     The unit is the training seed: run ``s`` pools every experiment's fine-tune of seed ``s`` (the seeds all of
     them have), so the interval comes from the spread of the per-seed means over experiments that were trained
     apart (different source languages, settings or models) and from the test sentences they share."""
-    seeds = [s for s in parts[0][0].seeds if all(s in ex.seeds for ex, _, _ in parts)]
+    seeds = shared_seeds([ex for ex, _, _ in parts])
     if not seeds:
         raise ValueError("the experiments pooled share no training seed: " + "; ".join(
             f"{ex.job.what}: {ex.seeds}" for ex, _, _ in parts))

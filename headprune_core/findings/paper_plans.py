@@ -57,10 +57,6 @@ class PaperResults:
     read_as: str = ""  # which spec was read: as a recorded sweep ran it, or as the plan's own file plans it
     page: dict = field(default_factory=dict)  # page_control's summary over the verdicts
 
-    @property
-    def computed(self) -> int:
-        return sum(r.status == "computed" for r in self.rows)
-
 
 def answered_by() -> dict[str, list[str]]:
     """Card id -> the paper plans (sweep files) that answer it at the paper's size."""
@@ -95,11 +91,10 @@ def spec_as_run(name: str, store: Store) -> tuple[SweepSpec, str]:
     return own, f"as sweeps/{name}.json plans it (no sweep of it recorded in this cache)"
 
 
-def paper_results(name: str, store: Store, *, spec: SweepSpec | None = None, draws: int = DRAWS,
-                  verdicts: bool = True) -> PaperResults:
+def paper_results(name: str, store: Store, *, spec: SweepSpec | None = None, draws: int = DRAWS) -> PaperResults:
     """Paper plan ``name`` read from ``store`` (``spec``: the sweep as run, default :func:`spec_as_run`): the
-    beside rows and, with ``verdicts``, each card it answers on each grid point and task, headlines controlled
-    across them. Falls back to planning when the plan's model or data cannot be read."""
+    beside rows and each card it answers on each grid point and task, headlines controlled across them. Falls
+    back to planning when the plan's model or data cannot be read."""
     if name not in PAPER_PLANS:
         raise ValueError(f"no paper plan {name!r}; known: {', '.join(PAPER_PLANS)}")
     paper = PAPER_PLANS[name]
@@ -113,14 +108,11 @@ def paper_results(name: str, store: Store, *, spec: SweepSpec | None = None, dra
         reader = Reader(paper, store, spec, draws=draws, planning=True)
         unread = f"Its model or data cannot be read here ({' '.join(str(err).split())[:200]}...): no cell can be read."
     res = PaperResults(paper, reader.rows(), unread=unread, read_as=read_as)
-    if verdicts:
-        labels = [spec.label(i) for i in range(len(reader.points))]
-        for label, point in zip(labels, reader.points):
-            for task in point.plan.tasks:
-                found = point.findings(task)
-                res.verdicts += [PlanVerdict(label, task, found.card(key)) for key in paper.cards]
-        res.page = page_control([v.card for v in res.verdicts], draws=draws) if tested(
-            [v.card for v in res.verdicts]) else {}
+    for i, point in enumerate(reader.points):
+        for task in point.plan.tasks:
+            found = point.findings(task)
+            res.verdicts += [PlanVerdict(spec.label(i), task, found.card(key)) for key in paper.cards]
+    res.page = page_control([v.card for v in res.verdicts], draws=draws)
     return res
 
 
@@ -128,7 +120,7 @@ VERDICT_COLUMNS = ["grid point", "task", "card", "claim", "verdict", "card alone
 
 
 def verdicts_markdown(verdicts: list[PlanVerdict]) -> str:
-    """The verdicts as a markdown table, and how many were decided."""
+    """The verdicts as a markdown table, and how many were tested."""
     lines = ["| " + " | ".join(VERDICT_COLUMNS) + " |", "|" + "---|" * len(VERDICT_COLUMNS)]
     lines += ["| " + " | ".join(v.cells()[c].replace("|", "/") for c in VERDICT_COLUMNS) + " |" for v in verdicts]
     lines.append("\n" + verdicts_summary(verdicts))
@@ -149,7 +141,7 @@ def paper_markdown(res: PaperResults, *, heading: str = "###") -> str:
            f"{', '.join(p.cards) or 'none'}."]
     if res.unread:
         out.append(res.unread)
-    out += [f"- {t}: {s}" for t, s in p.substitutes.items()] + [f"- {d}" for d in p.differences]
+    out += [f"- {note}" for note in p.notes]
     out += ["", beside_markdown(res.rows)]
     if res.verdicts:
         out += ["", verdicts_markdown(res.verdicts)]

@@ -55,9 +55,14 @@ class PaperPlan:
     cards: tuple[str, ...] = ()
     card_langs: tuple[str, ...] = ()  # target languages its cards read at any size (kept by :meth:`smallest`)
 
+    @property
+    def notes(self) -> list[str]:
+        """What stands in for the paper's data (``task: ...``), then where our protocol differs."""
+        return [f"{t}: {s}" for t, s in self.substitutes.items()] + list(self.differences)
+
     def sweep(self) -> dict:
         """The sweep spec file's content: name and description first, then the spec's fields."""
-        notes = [f"{t}: {s}" for t, s in self.substitutes.items()] + list(self.differences)
+        notes = self.notes
         description = f"{self.title}." + (f" Substitutes and differences: {' '.join(notes)}" if notes else "")
         return {"name": self.name, "description": description, **self.spec}
 
@@ -222,8 +227,7 @@ def substitutes_table() -> str:
     """Each plan's paper, what stands in for its data and where our protocol differs (docs/papers-reproduce.md)."""
     lines = ["| sweep | the paper | what stands in, and where ours differs |", "|---|---|---|"]
     for p in PAPER_PLANS.values():
-        notes = [f"{t}: {s}" for t, s in p.substitutes.items()] + list(p.differences)
-        lines.append(f"| {p.name} | {p.title} | {' '.join(notes) or '-'} |")
+        lines.append(f"| {p.name} | {p.title} | {' '.join(p.notes) or '-'} |")
     return "\n".join(lines)
 
 

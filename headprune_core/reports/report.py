@@ -37,8 +37,7 @@ def _papers_html(papers: PapersSection) -> list[str]:
         if res is None:
             out.append(f"<p class='missing'>{esc(not_started_text(paper.name))}</p></section>")
             continue
-        notes = ([res.unread] if res.unread else []) + [f"{t}: {s}" for t, s in paper.substitutes.items()]
-        out += [f"<p class='note'>{esc(n)}</p>" for n in notes + list(paper.differences)]
+        out += [f"<p class='note'>{esc(n)}</p>" for n in ([res.unread] if res.unread else []) + paper.notes]
         out += [table_html([r.cells() for r in res.rows]), table_html([v.cells() for v in res.verdicts]),
                 "</section>"]
     return out
