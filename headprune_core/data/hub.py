@@ -7,11 +7,14 @@
 | sst2 cola mrpc qqp mnli qnli rte wnli | nyu-mll/glue (task) | sentence(s) (2), label -> text[, text_pair], label |
 | xnli | facebook/xnli (language) | premise, hypothesis, label -> text, text_pair, label |
 | paws-x | google-research-datasets/paws-x (language) | sentence1, sentence2, label -> text, text_pair, label |
+| slots | AmazonScience/massive (locale, e.g. en-US) | annot_utt -> tokens, tags (BIO of 55 slot types) (3) |
 
 (1) UPOS (a ClassLabel) mapped onto the 12 universal tags (pos), kept as UD's 17 (upos), or PROPN runs as BIO
 NAME (name); UD is a loading script on the Hub's main branch: it is read from its parquet export; tokens with upos
 "_" are the surface forms of multi-word tokens, whose parts follow: they are dropped (the Hub rows have no IDs to
 rebuild the ranges). (2) sentence1/sentence2, question1/question2, premise/hypothesis or question/sentence.
+(3) Read from its parquet export (a loading script on ``main``); the markup ``[type : words]`` becomes BIO tags
+(see :mod:`headprune_core.data.massive`); a language code is read as its locale (``de`` -> ``de-DE``).
 
 GLUE hides its test labels (-1): our ``test`` is the official validation split (``validation_matched`` for
 MNLI) and our ``validation`` is a seeded 10% of train (seed 13, at most 5,000 examples), removed from train.
@@ -39,6 +42,7 @@ import numpy as np
 from headprune_core.data.corpora import PREPARE_HINT, SPLIT_SEED
 from headprune_core.data.formats import ROW_BATCH, find_columns, records_in_batches
 from headprune_core.data.loading import TaskData, check_splits, features_for, from_records
+from headprune_core.data.massive import MASSIVE, SLOT_TAGS, convert_batch, locale_of
 from headprune_core.data.registry import EMBEDDED_TASKS, TASKS, UnknownName, check_language, get_task
 from headprune_core.data.tagsets import NAME_TAGS, UD_UPOS_TAGS, UNIVERSAL_TAGS, UPOS, bio_names
 
@@ -63,7 +67,7 @@ read instead of the Hub when the data set is there. The converters after it are 
 PARQUET_EXPORT = "refs/convert/parquet"
 """The branch where the Hub keeps a parquet copy of a data set, one folder per config (``en_ewt/train/0000.parquet``).
 Data sets that are loading scripts on ``main`` (which ``datasets`` 4 and later refuse to run) are read from it."""
-SCRIPT_DATASETS = ("universal-dependencies/universal_dependencies",)
+SCRIPT_DATASETS = ("universal-dependencies/universal_dependencies", MASSIVE)
 """Hub data sets whose ``main`` branch is a loading script: read from :data:`PARQUET_EXPORT`, config as folder."""
 
 
@@ -115,14 +119,18 @@ def hub_spec(task: str, lang: str, *, treebank: str | None = None) -> HubSpec:
         return HubSpec.of("facebook/xnli", lang)
     if task == "paws-x":
         return HubSpec.of("google-research-datasets/paws-x", lang)
+    if task == "slots":
+        return HubSpec.of(MASSIVE, locale_of(lang))
     raise UnknownName(f"no Hub loader for task {task!r}")
 
 
 HUB_ALIASES = {"wikiann": "unimelb-nlp/wikiann",
                "universal_dependencies": "universal-dependencies/universal_dependencies",
-               "glue": "nyu-mll/glue", "xnli": "facebook/xnli", "paws-x": "google-research-datasets/paws-x"}
+               "glue": "nyu-mll/glue", "xnli": "facebook/xnli", "paws-x": "google-research-datasets/paws-x",
+               "massive": MASSIVE}
 """Short names of the data sets headprune converts itself (``hub:wikiann:sw``, ``hub:glue:rte``)."""
-_ALIAS_TASK = {"unimelb-nlp/wikiann": "ner", "facebook/xnli": "xnli", "google-research-datasets/paws-x": "paws-x"}
+_ALIAS_TASK = {"unimelb-nlp/wikiann": "ner", "facebook/xnli": "xnli", "google-research-datasets/paws-x": "paws-x",
+               MASSIVE: "slots"}
 
 
 def known_task(path: str, config: str | None, task: str) -> str | None:
@@ -249,6 +257,18 @@ def _wikiann(raw: datasets.DatasetDict) -> tuple[datasets.DatasetDict, list[str]
     return datasets.DatasetDict(out), labels
 
 
+def _massive(raw: datasets.DatasetDict, locale: str) -> tuple[datasets.DatasetDict, list[str]]:
+    labels = list(SLOT_TAGS)
+    out = {}
+    for split, ds in raw.items():
+        if "annot_utt" not in ds.column_names:
+            raise ValueError(f"{MASSIVE} ({locale}) {split}: no annot_utt column (columns: "
+                             f"{', '.join(ds.column_names)}); is this a copy of MASSIVE?")
+        out[split] = ds.map(convert_batch, batched=True, fn_kwargs={"locale": locale, "split": split},
+                            remove_columns=ds.column_names, features=features_for("token", labels))
+    return datasets.DatasetDict(out), labels
+
+
 def _pairs(raw: datasets.DatasetDict, first: str, second: str | None, labels: list[str] | None
            ) -> tuple[datasets.DatasetDict, list[str]]:
     any_split = next(iter(raw.values()))
@@ -300,6 +320,8 @@ def load_hub(task: str, lang: str, *, data_files: Mapping[str, str | Path] | Non
         dd = _glue_splits(dd, task)
     elif task == "xnli":
         dd, labels = _pairs(raw, "premise", "hypothesis", list(info.labels))
+    elif task == "slots":
+        dd, labels = _massive(raw, spec.config or locale_of(lang))
     else:
         dd, labels = _pairs(raw, "sentence1", "sentence2", None)
     dd = datasets.DatasetDict({s: dd[s] for s in ("train", "validation", "test") if s in dd})

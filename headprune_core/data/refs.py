@@ -31,6 +31,7 @@ from headprune_core.base.files import read_json
 from headprune_core.data.formats import FORMATS
 from headprune_core.data.hub import UD_TASKS, UD_TREEBANKS, HubSpec, hub_spec, known_task, load_hub, load_hub_generic
 from headprune_core.data.loading import TaskData, load_embedded, load_local, relabel
+from headprune_core.data.massive import locale_of
 from headprune_core.data.registry import SOURCES, TASKS, UnknownName
 
 REF_KINDS = ("embedded", "hub", "local")
@@ -194,6 +195,8 @@ def _default_config(task: str, lang: str) -> str | None:
         return lang
     if task in UD_TASKS:
         return UD_TREEBANKS.get(lang)
+    if task == "slots":
+        return locale_of(lang)
     return task  # GLUE: the config is the task
 
 

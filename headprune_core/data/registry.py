@@ -20,6 +20,7 @@ from typing import Literal
 
 from headprune_core.base.cache import cache_root
 from headprune_core.base.choices import SPLITS
+from headprune_core.data.massive import LOCALES, SLOT_TAGS
 from headprune_core.data.tagsets import NAME_TAGS, UD_UPOS_TAGS, UNIVERSAL_TAGS
 
 Kind = Literal["token", "sentence"]
@@ -112,6 +113,11 @@ TASKS: dict[str, TaskInfo] = {t.name: t for t in (
                          ("mnli", "GLUE MNLI inference (pairs; test = validation_matched)"),
                          ("qnli", "GLUE QNLI question answering inference (pairs)"),
                          ("rte", "GLUE RTE inference (pairs)"), ("wnli", "GLUE WNLI inference (pairs)"))),
+    TaskInfo("slots", "token", tuple(LOCALES),
+             "Slot filling (MASSIVE, 55 slot types as BIO spans; Amazon's virtual-assistant requests in 52 locales): "
+             "the open stand-in for MultiATIS++, which Ma et al. 2021 used and the Hub does not hold",
+             "Hub: AmazonScience/massive (config = locale, e.g. en-US; parquet export)", SLOT_TAGS, ("hub", "local"),
+             "CC BY 4.0"),
     TaskInfo("xnli", "sentence", XNLI_LANGUAGES, "Cross-lingual natural language inference (pairs)",
              "Hub: facebook/xnli (config = language)", ("entailment", "neutral", "contradiction"), ("hub",)),
     TaskInfo("paws-x", "sentence", PAWSX_LANGUAGES, "Cross-lingual paraphrase adversaries (pairs)",

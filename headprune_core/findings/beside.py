@@ -34,6 +34,9 @@ from headprune_core.runs.store import Store
 
 SETTINGS = {"cross-lingual": "cross", "multilingual": "multi"}
 STRATEGY = {"Max-Pruning": "reverse", "Rand-Pruning": "random"}
+MONO_IN_COUNT = ("SF",)
+"""Tasks whose counts of pairs include each model's monolingual source result (Ma et al. Sec 4.3: 34 = 8 targets x
+2 settings x 2 models + the 2 EN-monolingual checks of Table 4)."""
 TABLE5_TARGETS = ("zh", "ar", "de", "nl", "fa", "he", "ja", "ur")
 """Ma et al.'s Table 5 targets (EN source)."""
 
@@ -153,6 +156,8 @@ class Reader:
             return self._table6(n)
         if n.row in ("unpruned", "pruned") and _pair(n.column):
             return self._single_pair(n)
+        if n.row in ("unpruned", "pruned") and n.setting == "monolingual" and n.column:
+            return self._monolingual(n)
         if q.startswith("average F1 gain of the best pruned model"):
             return self._over_pairs(n, lambda parts: (pooled_change([(ex, [t], ex.best_pruned) for ex, t in parts]),
                                                       None, f"{len(parts)} pairs"))
@@ -183,6 +188,8 @@ class Reader:
                     if ex is None:
                         return BesideRow(n, f"missing: {what}")
                     parts += [(ex, t) for t in ex.targets]
+                    if every and n.task in MONO_IN_COUNT and setting == "cross":
+                        parts.append((ex, ex.source))  # the source's own test: its monolingual result
         est, plain, note = fill(parts)
         return BesideRow(n, "computed", est, note="; ".join(x for x in (note, self._substitute()) if x), plain=plain)
 
@@ -242,6 +249,12 @@ class Reader:
         source, target = _pair(n.column)
         return self._retrain_row(n, (source,), "importance", SETTINGS.get(n.setting, "cross"), [target],
                                  lambda ex: _level_estimate(ex, target, n.row))
+
+    def _monolingual(self, n: PaperNumber) -> BesideRow:
+        """Trained and tested on one language: the source's own test set of its cross-lingual run."""
+        lang = n.column.strip().lower()
+        return self._retrain_row(n, (lang,), "importance", "cross", [lang],
+                                 lambda ex: _level_estimate(ex, lang, n.row))
 
     def _substitute(self) -> str:
         return "; ".join(f"{t}: {s.split(' stands in')[0]} stands in" for t, s in self.paper.substitutes.items())

@@ -1,6 +1,7 @@
 """The Hugging Face Hub as a paper plan reads it, on local files: tiny random models of the paper's families saved
 under the paper's model ids where ``huggingface_hub`` caches a download (``models--<id>/snapshots/<commit>/``,
-``refs/main``), and data sets in the exact schemas of the Hub's (WikiANN, UD's parquet export, XNLI, GLUE) in a
+``refs/main``), and data sets in the exact schemas of the Hub's (WikiANN, UD's and MASSIVE's parquet exports, XNLI,
+GLUE) in a
 mirror folder (``HEADPRUNE_HUB_MIRROR``). headprune then loads both through the same code that reads the Hub: only
 the download is replaced.
 """
@@ -106,6 +107,31 @@ def pairs(rng: random.Random, first: str, second: str | None, n: int, labels: li
     return datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in feats}, features=feats)
 
 
+def massive(rng: random.Random, locale: str, partition: str, n: int) -> datasets.Dataset:
+    """Rows in MASSIVE 1.0's schema (id, locale, partition, scenario and intent as ClassLabels, utt, annot_utt with
+    its ``[type : words]`` slots, worker_id, slot_method, judgments); Japanese and Chinese without spaces."""
+    slot = {"Anna": "person", "Berlin": "place_name", "big": "date"}
+    feats = Features({"id": Value("string"), "locale": Value("string"), "partition": Value("string"),
+                      "scenario": ClassLabel(names=["alarm", "calendar"]),
+                      "intent": ClassLabel(names=["alarm_set", "calendar_query"]), "utt": Value("string"),
+                      "annot_utt": Value("string"), "worker_id": Value("string"),
+                      "slot_method": List({"slot": Value("string"), "method": Value("string")}),
+                      "judgments": List({"worker_id": Value("string"), "intent_score": Value("int8"),
+                                         "slots_score": Value("int8"), "grammar_score": Value("int8"),
+                                         "spelling_score": Value("int8"),
+                                         "language_identification": Value("string")})})
+    glue = "" if locale.startswith(("ja-", "zh-")) else " "
+    rows = []
+    for i, words in enumerate(_sentences(rng, n)):
+        marked = [f"[{slot[w]} : {w}]" if w in slot else w for w in words]
+        rows.append({"id": str(i), "locale": locale, "partition": partition, "scenario": i % 2, "intent": i % 2,
+                     "utt": glue.join(words), "annot_utt": glue.join(marked), "worker_id": "7",
+                     "slot_method": [{"slot": slot[w], "method": "translation"} for w in words if w in slot],
+                     "judgments": [{"worker_id": "8", "intent_score": 1, "slots_score": 1, "grammar_score": 4,
+                                    "spelling_score": 2, "language_identification": "target"}]})
+    return datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in feats}, features=feats)
+
+
 def write_mirror(root: Path, specs, n: int = 8, seed: int = 0) -> Path:
     """A mirror folder holding, for each Hub spec (``data.hub.HubSpec``) in ``specs``, that data set's config in
     the Hub's layout and schema, ``n`` rows a split (GLUE: its own split names)."""
@@ -117,6 +143,9 @@ def write_mirror(root: Path, specs, n: int = 8, seed: int = 0) -> Path:
             splits = {s: wikiann(rng, spec.config, n) for s in ("train", "validation", "test")}
         elif spec.path == "universal-dependencies/universal_dependencies":
             splits = {s: universal_dependencies(rng, spec.config, n) for s in ("train", "validation", "test")}
+        elif spec.path == "AmazonScience/massive":
+            splits = {s: massive(rng, spec.config, {"validation": "dev"}.get(s, s), n)
+                      for s in ("train", "validation", "test")}
         elif spec.path == "facebook/xnli":
             splits = {s: pairs(rng, "premise", "hypothesis", n, NLI) for s in ("train", "validation", "test")}
         elif spec.path == "nyu-mll/glue":

@@ -38,8 +38,8 @@ def test_a_paper_plan_runs_end_to_end_on_local_hub_copies(name, tmp_path, monkey
     assert not [r for r in rows if r.status.startswith("missing")]
     assert all((r.ours is not None and r.interval is not None) or (r.ours is None and r.plain is not None)
                for r in rows if r.status == "computed")
-    if name in ("ma2021-pos", "ma2021-ner"):
-        _check_over_pairs(rows, spec, store)
+    if name in ("ma2021-pos", "ma2021-ner", "ma2021-sf"):
+        _check_over_pairs(rows, spec, store, mono=name == "ma2021-sf")
     # as every view reads it: the spec as the sweep ran it (its record), and per claim each card it answers on
     # every grid point and task, every one of them decided from results the plan computed
     res = paper_results(name, store, draws=100)
@@ -53,12 +53,14 @@ def test_a_paper_plan_runs_end_to_end_on_local_hub_copies(name, tmp_path, monkey
     assert not unread, unread
 
 
-def _check_over_pairs(rows, spec, store) -> None:
+def _check_over_pairs(rows, spec, store, *, mono: bool) -> None:
     """The numbers over a table's pairs, recomputed from the re-fine-tunings' result tables (not the units the
     estimates read): the average gain per model and setting, the count of pairs that gain, the extremes and the
-    heads pruned (Footnote 6)."""
+    heads pruned (Footnote 6). ``mono``: the counts and extremes also take each model's source-language result
+    (Ma et al.'s slot filling: 34 pairs with the 2 EN-monolingual ones)."""
     from headprune_core.findings.evidence import Evidence
     per_pair, heads = {}, {}  # (model, setting) -> per-pair per-seed changes; model -> per-seed heads
+    own, own_scores = [], {}  # each cross-lingual point's change and scores on its source's own test set
     for plan in spec.plans():
         ev = Evidence(plan.study(store=store, progress=False), plan, task=plan.tasks[0])
         for setting in plan.settings:
@@ -70,24 +72,35 @@ def _check_over_pairs(rows, spec, store) -> None:
                     [levels[ex.best_pruned(s)]["per_seed"][i] - levels["0"]["per_seed"][i]
                      for i, s in enumerate(ex.seeds)])
             heads.setdefault(plan.model, []).append([k[ex.best_pruned(s)] for s in ex.seeds])
+            levels = ex.result["test"][ex.source]["levels"]
+            if setting == "cross":
+                own.append([levels[ex.best_pruned(s)]["per_seed"][i] - levels["0"]["per_seed"][i]
+                            for i, s in enumerate(ex.seeds)])
+                own_scores[plan.model] = {
+                    "unpruned": np.mean(levels["0"]["per_seed"]),
+                    "pruned": np.mean([levels[ex.best_pruned(s)]["per_seed"][i] for i, s in enumerate(ex.seeds)])}
     settings = {"cross-lingual": "cross", "multilingual": "multi"}
     checked = set()
     for r in rows:
         n, q = r.number, r.number.quantity
-        chosen = [ch for (m, st), chs in per_pair.items() for ch in chs
-                  if (not n.model or m == n.model) and (not n.setting or st == settings[n.setting])]
         if q.startswith("average F1 gain of the best pruned model"):
+            chosen = [ch for (m, st), chs in per_pair.items() for ch in chs
+                      if (not n.model or m == n.model) and (not n.setting or st == settings[n.setting])]
             assert r.status == "computed" and r.ours.diff == pytest.approx(np.mean(chosen))
             checked.add("average")
         elif n.unit == "count" and q.startswith("pairs where"):
-            means = [np.mean(ch) for chs in per_pair.values() for ch in chs]
+            means = [np.mean(ch) for chs in per_pair.values() for ch in chs] + [np.mean(ch) for ch in own if mono]
             assert r.plain == sum(m > 0 for m in means) and f"of {len(means)} pairs" in r.note
             checked.add("count")
         elif q.startswith(("largest single-pair", "most negative single-pair")):
-            means = [np.mean(ch) for chs in per_pair.values() for ch in chs]
+            means = [np.mean(ch) for chs in per_pair.values() for ch in chs] + [np.mean(ch) for ch in own if mono]
             assert r.plain == pytest.approx(max(means) if q.startswith("largest") else min(means))
             checked.add("extreme")
         elif n.where == "Footnote 6":
             assert r.ours.diff == pytest.approx(np.mean(heads[n.model]))
             checked.add("heads")
-    assert checked == {"average", "count", "extreme", "heads"}
+        elif mono and n.setting == "monolingual":
+            assert r.status == "computed" and r.ours.n_runs == len(own[0])
+            assert r.ours.diff == pytest.approx(own_scores[n.model][n.row])
+            checked.add("monolingual")
+    assert checked == {"average", "count", "extreme", "heads"} | ({"monolingual"} if mono else set())

@@ -139,7 +139,8 @@ def test_the_report_names_the_paper_plans_and_what_each_would_answer(cards, tmp_
     assert not any(started(name, store) for name in PAPER_PLANS)
     md = report_markdown(cards, title="t", papers=section)
     tail = md[md.index("## The papers' own experiments"):]
-    assert "| a1 | `sweeps/ma2021-pos.json`, `sweeps/ma2021-ner.json`, `sweeps/ma2021-table6-pos.json`" in tail
+    assert ("| a1 | `sweeps/ma2021-pos.json`, `sweeps/ma2021-ner.json`, `sweeps/ma2021-sf.json`, "
+            "`sweeps/ma2021-table6-pos.json`") in tail
     for name in PAPER_PLANS:
         assert f"Nothing of `sweeps/{name}.json` is computed in this cache: `headprune sweep sweeps/{name}.json`" \
             in tail
