@@ -8,8 +8,9 @@ unit is the training run: a mean over pairs pools, per training seed, every grid
 largest or smallest change over them: those are read from each pair's mean over training runs, with no interval.
 
 A row is ``computed``, ``missing`` (the plan answers it once the named job is computed: a half-computed plan shows
-what it has and names the rest), ``not in this plan`` (a language, model or setting the plan, as run, lacks) or
-``no reader yet`` (a kind of number no reader below computes; it is listed, not dropped). Ours is on the plan's
+what it has and names the rest), ``undefined`` (computed, but a correlation of values that do not vary), ``not in
+this plan`` (a language, model or setting the plan, as run, lacks) or ``no reader yet`` (a kind of number no reader
+below computes; it is listed, not dropped). Ours is on the plan's
 data: where the plan names a substitute (WikiANN for Ma et al.'s NER sets) the row says so, and a number then
 differs for that reason too.
 
@@ -25,6 +26,7 @@ from headprune_core.findings.cards import Findings
 from headprune_core.findings.evidence import Retrain, pooled_change, shared_seeds
 from headprune_core.findings.paper_numbers import PaperNumber, select
 from headprune_core.methods.inference import Estimate
+from headprune_core.methods.similarity import spearman_matrix
 from headprune_core.methods.uncertainty import metric_of, run_estimate
 from headprune_core.plans.papers import PAPER_PLANS, PaperPlan
 from headprune_core.plans.plan import StudyPlan
@@ -37,6 +39,9 @@ STRATEGY = {"Max-Pruning": "reverse", "Rand-Pruning": "random"}
 MONO_IN_COUNT = ("SF",)
 """Tasks whose counts of pairs include each model's monolingual source result (Ma et al. Sec 4.3: 34 = 8 targets x
 2 settings x 2 models + the 2 EN-monolingual checks of Table 4)."""
+FAMILIES = {"IE": ("en", "de", "nl", "fa", "ur"), "Germanic": ("en", "de", "nl"), "Semitic": ("ar", "he")}
+"""Sec 4.1's language families among Ma et al.'s nine POS/NER languages (Indo-European, its Germanic branch,
+Semitic)."""
 TABLE5_TARGETS = ("zh", "ar", "de", "nl", "fa", "he", "ja", "ur")
 """Ma et al.'s Table 5 targets (EN source)."""
 
@@ -132,6 +137,7 @@ class Reader:
         plans = spec.plans()
         self.points = [_Point(p, store, planning=planning, draws=draws) for p in plans]
         self.settings = tuple(plans[0].settings) if plans else ()
+        self._point_of: dict[int, _Point] = {}  # a retrain's grid point (by id), as _over_pairs met it
 
     def rows(self) -> list[BesideRow]:
         """Every reported number the plan answers, beside ours."""
@@ -167,13 +173,24 @@ class Reader:
             return self._over_pairs(n, lambda parts: self._extreme(parts, q.startswith("largest")), every=True)
         if n.where == "Footnote 6":
             return self._over_pairs(n, self._heads, settings_of_row=False)
+        if q.startswith("average F1 gain from pruning, over the family") and n.column in FAMILIES:
+            return self._over_pairs(n, lambda parts: (
+                pooled_change([(ex, [t], ex.best_pruned) for ex, t in parts]), None,
+                f"{len(parts)} pairs of every source and both settings whose target is {n.column}"),
+                targets=FAMILIES[n.column])
+        if q.startswith("Spearman correlation of the F1 gains") and n.row == "ranking similarity":
+            return self._over_pairs(n, self._gain_vs_similarity)
+        if n.where == "Figure 1" and n.unit == "rho":
+            return self._figure1(n)
         return BesideRow(n, "no reader yet", note=q)
 
     # --- numbers over the pairs of a Ma et al. table: every single-source grid point, its targets -------------
-    def _over_pairs(self, n: PaperNumber, fill, *, every: bool = False, settings_of_row: bool = True) -> BesideRow:
+    def _over_pairs(self, n: PaperNumber, fill, *, every: bool = False, settings_of_row: bool = True,
+                    targets: tuple[str, ...] | None = None) -> BesideRow:
         """A row read from every (source, target) pair of the row's model and setting (``every``: of the whole
-        plan), the importance re-fine-tuning of each single-language source point; ``fill(parts)`` gives
-        ``(estimate, plain, note)`` from the list of (retrain, target)."""
+        plan; ``targets``: only pairs with one of these targets), the importance re-fine-tuning of each
+        single-language source point; ``fill(parts)`` gives ``(estimate, plain, note)`` from the list of (retrain,
+        target)."""
         models = [n.model] if n.model and not every else list(dict.fromkeys(p.plan.model for p in self.points))
         settings = ([SETTINGS[n.setting]] if settings_of_row and n.setting in SETTINGS and not every
                     else list(self.settings))
@@ -187,10 +204,17 @@ class Reader:
                     ex, what = p.retrain("importance", setting)
                     if ex is None:
                         return BesideRow(n, f"missing: {what}")
-                    parts += [(ex, t) for t in ex.targets]
+                    self._point_of[id(ex)] = p
+                    parts += [(ex, t) for t in ex.targets if targets is None or t in targets]
                     if every and n.task in MONO_IN_COUNT and setting == "cross":
                         parts.append((ex, ex.source))  # the source's own test: its monolingual result
+        if not parts:
+            return BesideRow(n, "not in this plan", note=f"none of {', '.join(targets or ())} among its targets")
         est, plain, note = fill(parts)
+        if est is None and plain is None:
+            return BesideRow(n, f"missing: {note}")
+        if plain is not None and plain != plain:  # NaN: a correlation of values that do not vary
+            return BesideRow(n, "undefined", note=note)
         return BesideRow(n, "computed", est, note="; ".join(x for x in (note, self._substitute()) if x), plain=plain)
 
     @staticmethod
@@ -199,6 +223,31 @@ class Reader:
         return [(float(sum(metric_of(ex.units(ex.best_pruned(s), s, t)) - metric_of(ex.units("0", s, t))
                            for s in ex.seeds) / len(ex.seeds)),
                  f"{ex.cfg.finetune.setting} {ex.source.upper()}->{t.upper()}") for ex, t in parts]
+
+    def _gain_vs_similarity(self, parts) -> tuple[None, float | None, str]:
+        """Spearman, over the pairs, of each pair's gain (its mean over runs) with how alike the source's and the
+        target's head rankings are (the Spearman of their maps from the source's model, mean over training
+        seeds)."""
+        from scipy.stats import spearmanr
+        similarity = []
+        for ex, t in parts:
+            point = self._point_of[id(ex)]
+            jobs_a, a = point.evidence.resampled_maps(ex.task, ex.source)
+            jobs_b, b = point.evidence.resampled_maps(ex.task, t)
+            seeds = sorted(set(a) & set(b))
+            if jobs_a or jobs_b or not seeds:
+                return None, None, "the ranking maps of " + ", ".join(j.what for j in (jobs_a + jobs_b)[:2]) \
+                    if jobs_a or jobs_b else f"no training seed with maps of both {ex.source} and {t}"
+            similarity.append(sum(spearmanr(a[s][0].ravel(), b[s][0].ravel())[0] for s in seeds) / len(seeds))
+        gains = [c for c, _ in self._pair_changes(parts)]
+        if len(parts) < 3:
+            return None, None, f"three or more pairs (the plan has {len(parts)})"
+        if len(set(gains)) < 2 or len(set(similarity)) < 2:
+            return None, float("nan"), (f"no correlation: the {len(parts)} pairs' "
+                                        f"{'gains' if len(set(gains)) < 2 else 'ranking similarities'} are all equal")
+        rho = float(spearmanr(gains, similarity)[0])
+        return None, rho, (f"over {len(parts)} pairs of every source and both settings, each gain its mean over runs; "
+                           "rankings of both languages from the source's model")
 
     def _count(self, parts) -> tuple[None, float, str]:
         changes = [c for c, _ in self._pair_changes(parts)]
@@ -255,6 +304,42 @@ class Reader:
         lang = n.column.strip().lower()
         return self._retrain_row(n, (lang,), "importance", "cross", [lang],
                                  lambda ex: _level_estimate(ex, lang, n.row))
+
+    def _figure1(self, n: PaperNumber) -> BesideRow:
+        """Figure 1's lowest or highest Spearman between two languages' head rankings (of every pair, or of the
+        pairs with the row's language), per training seed of the EN point's fine-tunes: each language's map from
+        its dev sentences (the pooled halves card c reads). The paper ranks each language with a model fine-tuned
+        on it; ours ranks every language with the source's model, as card c does."""
+        point = self.point(n.model, ("en",))
+        if point is None:
+            return BesideRow(n, "not in this plan", note=f"no grid point of {n.model} trained on en")
+        task, langs = point.plan.tasks[0], list(point.plan.langs)
+        maps, missing = {}, []
+        for lang in langs:
+            jobs, maps[lang] = point.evidence.resampled_maps(task, lang)
+            missing += [j.what for j in jobs]
+        if missing:
+            return BesideRow(n, f"missing: {'; '.join(missing[:3])}" + (" ..." if len(missing) > 3 else ""))
+        row = n.row.lower()
+        if row and row not in langs:
+            return BesideRow(n, "not in this plan", note=f"{row} not among its languages")
+        seeds = sorted(set.intersection(*(set(m) for m in maps.values()))) if maps else []
+        lowest = "lowest" in n.quantity
+        runs, where = [], {}
+        for s in seeds:
+            names, rho = spearman_matrix({lang: maps[lang][s][0] for lang in langs})
+            pairs = {f"{a.upper()}-{b.upper()}": float(rho[i, j]) for i, a in enumerate(names)
+                     for j, b in enumerate(names) if i < j and (not row or row in (a, b))}
+            pick = (min if lowest else max)(pairs, key=pairs.get)
+            runs.append(pairs[pick])
+            where[pick] = where.get(pick, 0) + 1
+        if len(runs) < 2:
+            return BesideRow(n, "missing: maps of two or more training seeds of the EN fine-tune")
+        note = (f"{'lowest' if lowest else 'highest'} pair per training seed: "
+                + ", ".join(f"{p} ({c} of {len(runs)})" for p, c in sorted(where.items(), key=lambda x: -x[1]))
+                + "; every language ranked with the EN model (the paper: a model fine-tuned on each language)")
+        return BesideRow(n, "computed", Estimate(tuple(runs)), note="; ".join(x for x in (note, self._substitute())
+                                                                                if x))
 
     def _substitute(self) -> str:
         return "; ".join(f"{t}: {s.split(' stands in')[0]} stands in" for t, s in self.paper.substitutes.items())

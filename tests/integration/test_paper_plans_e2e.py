@@ -40,6 +40,8 @@ def test_a_paper_plan_runs_end_to_end_on_local_hub_copies(name, tmp_path, monkey
                for r in rows if r.status == "computed")
     if name in ("ma2021-pos", "ma2021-ner", "ma2021-sf"):
         _check_over_pairs(rows, spec, store, mono=name == "ma2021-sf")
+    if name == "ma2021-pos":
+        _check_families_and_similarity(rows, spec, store)
     # as every view reads it: the spec as the sweep ran it (its record), and per claim each card it answers on
     # every grid point and task, every one of them decided from results the plan computed
     res = paper_results(name, store, draws=100)
@@ -103,4 +105,65 @@ def _check_over_pairs(rows, spec, store, *, mono: bool) -> None:
             assert r.status == "computed" and r.ours.n_runs == len(own[0])
             assert r.ours.diff == pytest.approx(own_scores[n.model][n.row])
             checked.add("monolingual")
-    assert checked == {"average", "count", "extreme", "heads"} | ({"monolingual"} if mono else set())
+        elif n.where == "Figure 1" and r.status == "computed":
+            assert r.ours.diff == pytest.approx(_figure1(spec, store, n))
+            checked.add("figure 1")
+    assert checked == {"average", "count", "extreme", "heads", "figure 1"} | ({"monolingual"} if mono else set())
+
+
+def _figure1(spec, store, n) -> float:
+    """Figure 1's lowest or highest pair, recomputed with scipy's Spearman from the EN point's pooled maps: the mean
+    over training seeds."""
+    from scipy.stats import spearmanr
+
+    from headprune_core.findings.evidence import Evidence
+    (plan,) = [p for p in spec.plans() if p.model == n.model and list(p.source_langs) == ["en"]]
+    ev = Evidence(plan.study(store=store, progress=False), plan, task=plan.tasks[0])
+    maps = {lang: ev.resampled_maps(plan.tasks[0], lang)[1] for lang in plan.langs}
+    row, pick = n.row.lower(), (min if "lowest" in n.quantity else max)
+    per_seed = []
+    for s in sorted(set.intersection(*(set(m) for m in maps.values()))):
+        langs = list(plan.langs)
+        per_seed.append(pick(spearmanr(maps[a][s][0].ravel(), maps[b][s][0].ravel())[0]
+                             for i, a in enumerate(langs) for b in langs[i + 1:] if not row or row in (a, b)))
+    assert len(per_seed) >= 2
+    return float(np.mean(per_seed))
+
+
+def _check_families_and_similarity(rows, spec, store) -> None:
+    """Sec 4.1's family averages and the correlation of the gains with ranking similarity, recomputed from the
+    result tables and scipy's Spearman: every pair of every source and both settings of the row's model."""
+    from scipy.stats import spearmanr
+
+    from headprune_core.findings.beside import FAMILIES
+    from headprune_core.findings.evidence import Evidence
+    pairs = {}  # model -> [(target, mean change over runs, similarity of the source's and target's maps)]
+    for plan in spec.plans():
+        ev = Evidence(plan.study(store=store, progress=False), plan, task=plan.tasks[0])
+        for setting in plan.settings:
+            ex = ev.retrain("importance", setting=setting)
+            a = ev.resampled_maps(plan.tasks[0], ex.source)[1]
+            for t in ex.targets:
+                levels = ex.result["test"][t]["levels"]
+                change = np.mean([levels[ex.best_pruned(s)]["per_seed"][i] - levels["0"]["per_seed"][i]
+                                  for i, s in enumerate(ex.seeds)])
+                b = ev.resampled_maps(plan.tasks[0], t)[1]
+                sim = np.mean([spearmanr(a[s][0].ravel(), b[s][0].ravel())[0] for s in sorted(set(a) & set(b))])
+                pairs.setdefault(plan.model, []).append((t, change, sim))
+    checked = set()
+    for r in rows:
+        n = r.number
+        if n.where == "Sec 4.1" and n.column in FAMILIES and r.status == "computed":
+            family = [c for t, c, _ in pairs[n.model] if t in FAMILIES[n.column]]
+            assert r.ours.diff == pytest.approx(np.mean(family))
+            checked.add("family")
+        elif n.row == "ranking similarity":
+            got = pairs[n.model]
+            gains, sims = [c for _, c, _ in got], [x for _, _, x in got]
+            if r.status == "undefined":  # tiny random models: every pair's gain can be 0
+                assert min(len(set(gains)), len(set(sims))) == 1 and f"the {len(got)} pairs'" in r.note
+            else:
+                assert r.status == "computed" and f"over {len(got)} pairs" in r.note
+                assert r.plain == pytest.approx(spearmanr(gains, sims)[0])
+            checked.add(f"similarity {r.status}")
+    assert {c.split()[0] for c in checked} == {"family", "similarity"}, checked
