@@ -182,6 +182,8 @@ class Reader:
             return self._over_pairs(n, self._gain_vs_similarity)
         if n.where == "Figure 1" and n.unit == "rho":
             return self._figure1(n)
+        if n.paper == "gradts2021" and q.startswith(("improvement of MT-DNN", "time saved")):
+            return self._gradts(n)
         return BesideRow(n, "no reader yet", note=q)
 
     # --- numbers over the pairs of a Ma et al. table: every single-source grid point, its targets -------------
@@ -340,6 +342,40 @@ class Reader:
                 + "; every language ranked with the EN model (the paper: a model fine-tuned on each language)")
         return BesideRow(n, "computed", Estimate(tuple(runs)), note="; ".join(x for x in (note, self._substitute())
                                                                                 if x))
+
+    def _gradts(self, n: PaperNumber) -> BesideRow:
+        """GradTS's abstract, per primary: GradTS-trial's test metric against the bandit's (AUTOSEM's first stage),
+        relative, each primary its mean over training runs, then the smallest or largest over the primaries; or
+        the time saved, each primary's (choosing + training) against the bandit's, averaged over the primaries.
+        Plain numbers, as the paper's extremes and average over tasks are."""
+        if not self.points:
+            return BesideRow(n, "not in this plan", note="no grid point")
+        job, res, _ = self.points[0].evidence.gradts()
+        if res is None:
+            return BesideRow(n, f"missing: {job.what}" if job else "not in this plan",
+                             note="" if job else "the plan has no GradTS check")
+        if n.quantity.startswith("time saved"):
+            saved = [100 * (1 - v["costs"]["trial"]["total"] / v["costs"]["bandit"]["total"])
+                     for v in res["validation"] if {"trial", "bandit"} <= set(v["costs"])
+                     and v["costs"]["bandit"]["total"]]
+            if not saved:
+                return BesideRow(n, "missing: the wall times of GradTS-trial and the bandit")
+            return BesideRow(n, "computed", plain=sum(saved) / len(saved),
+                             note=f"mean over {len(saved)} primaries of 1 - (trial's choosing + training) / the "
+                                  "bandit's, in wall seconds (the paper does not say what it timed)")
+        per = {}
+        for v in res["validation"]:
+            test = {(r["row"], r["seed"]): r["test"] for r in v["rows"] if r["row"] in ("trial", "bandit")}
+            seeds = [s for row, s in test if row == "trial" and ("bandit", s) in test]
+            if seeds:
+                per[v["primary"]] = sum(100 * (test[("trial", s)] - test[("bandit", s)])
+                                        / max(test[("bandit", s)], 1e-9) for s in seeds) / len(seeds)
+        if not per:
+            return BesideRow(n, "missing: GradTS-trial's and the bandit's runs of one training seed")
+        pick = (min if "smallest" in n.quantity else max)(per, key=per.get)
+        return BesideRow(n, "computed", plain=per[pick],
+                         note=f"at {pick}, over {len(per)} primaries, each its mean over training runs; "
+                              "GradTS-trial against the bandit, relative")
 
     def _substitute(self) -> str:
         return "; ".join(f"{t}: {s.split(' stands in')[0]} stands in" for t, s in self.paper.substitutes.items())

@@ -37,6 +37,13 @@ ALL = 1_000_000
 GLUE4 = ["mnli", "qqp", "qnli", "sst2"]
 """Budhraja et al. 2020's GLUE tasks (MNLI-m, QQP, QNLI, SST-2); their 2021 abstract says "four GLUE tasks"."""
 XNLI = ["ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh"]
+GLUE8 = ["cola", "sst2", "mrpc", "qqp", "mnli", "qnli", "rte", "wnli"]
+"""GradTS's 8 GLUE classification tasks (its repository's candidate set: cola, mrpc, sst, wnli, mnli, qnli, rte,
+qqp)."""
+GRADTS_TRAIN = {"epochs": 3.0, "lr": 5e-5, "head_lr": 5e-5, "batch_size": 32, "max_length": 512,
+                "max_train_sentences": None, "freeze_embeddings": False}
+"""GradTS's repository (train_with_corr.py): lr 5e-5, batch 8 with 4 accumulation steps (32), 512 tokens; its
+epochs default is 1 beside the comment "default tune 3 epochs": 3 are used."""
 KINDS = ["finetune", "score", "eval", "refinetune"]
 """The papers report no pruning curves: the sweeps leave them out (they are the bulk of a plan's evaluations)."""
 
@@ -76,20 +83,27 @@ class PaperPlan:
         strategy kept; 6 sentences, 1 epoch, k in 1..2 (or the first two shares of the heads), two training
         seeds, two random draws of the heads (Budhraja et al.: three), one ranking seed; the first ``points``
         source-language points, their languages, the languages its cards read (:attr:`card_langs`) and
-        ``targets`` more."""
+        ``targets`` more. A GradTS check keeps every unit, its first two primaries, two trials, two training seeds
+        and random sets, and a bandit of two rounds."""
         spec = json.loads(json.dumps(self.sweep()))
         spec["name"] = f"{self.name}-smallest"
         spec["train"] = {**spec["train"], "max_train_sentences": 6, "epochs": 1.0, "batch_size": 4}
         spec["score_sentences"] = spec["eval_sentences"] = 6
-        for exp in spec["refinetune"]:
+        for exp in spec.get("refinetune", []):
             if exp.get("shares"):  # an experiment by shares of the heads stays one (cards e1 and h read those)
                 exp["shares"] = exp["shares"][:2]
             elif exp["strategy"] in ("importance", "reverse", "random"):
                 exp.pop("max_k", None)
                 exp["levels"], exp["shares"] = [1, 2], []
             exp["seeds"] = exp["seeds"][:2]
-        draws = [exp for exp in spec["refinetune"] if exp["strategy"] == "random" and exp.get("shares")]
-        spec["refinetune"] = [exp for exp in spec["refinetune"] if not any(exp is d for d in draws[2:])]
+        draws = [exp for exp in spec.get("refinetune", []) if exp["strategy"] == "random" and exp.get("shares")]
+        if "refinetune" in spec:
+            spec["refinetune"] = [exp for exp in spec["refinetune"] if not any(exp is d for d in draws[2:])]
+        for check in spec.get("gradts", []):  # GradTS: every unit, the first two primaries, two trials
+            check.update(primaries=check["primaries"][:2], max_trial=2, score_sentences=6, eval_sentences=6,
+                         train_seeds=check["train_seeds"][:2], random_seeds=check["random_seeds"][:2],
+                         bandit={"rounds": 2, "round_steps": 1, "dev_sentences": 6},
+                         train={**check["train"], "max_train_sentences": 6, "epochs": 1.0, "batch_size": 4})
         if spec.get("ranking_seeds"):
             spec["ranking_seeds"] = spec["ranking_seeds"][:1]
         spec["source_grid"] = spec["source_grid"][:points]
@@ -148,6 +162,25 @@ def _budhraja(tasks: list[str], langs: list[str], models: list[str], *, pairs: b
             "refinetune": experiments, "kinds": KINDS}
 
 
+def _gradts() -> dict:
+    """GradTS at the paper's size: bert-base-cased, the 8 GLUE tasks in full, each a primary, its thresholds
+    (task tau 0.47, train_with_corr.py's default; examples 0.62, its README), every candidate tried; the sweep
+    computes the one GradTS job and what it reads."""
+    units = [f"{t}/en" for t in GLUE8]
+    check = {"name": "gradts2021-glue", "model": "bert-base-cased", "units": units, "primaries": units,
+             "description": "GradTS (Ma et al. 2021) at the paper's size: bert-base-cased, the 8 GLUE tasks from "
+                            "the Hub, each the primary in turn; thres, trial (every candidate), fg, AUTOSEM's "
+                            "bandit, all and random sets; 3 training seeds.",
+             "threshold": 0.47, "fg_threshold": 0.62, "max_trial": None, "score_sentences": None,
+             "eval_sentences": None, "train_seeds": SEEDS, "random_seeds": [0, 1, 2],
+             "sources": {t: "hub" for t in GLUE8}, "train": dict(GRADTS_TRAIN),
+             "note": "The paper's size: every training sentence, 3 epochs."}
+    return {"models": ["bert-base-cased"], "tasks": ["rte"], "langs": ["en"], "settings": ["cross"],
+            "source_grid": [["en"]], "data": [{t: "hub" for t in GLUE8}], "train": dict(GRADTS_TRAIN, seed=13),
+            "method": "gate_grad", "strategies": ["importance"], "random_seeds": [0], "score_sentences": ALL,
+            "eval_sentences": ALL, "gradts": [check], "kinds": ["gradts"]}
+
+
 _PLANS = (
     PaperPlan("ma2021-pos", "ma2021", "Ma et al. 2021, Table 2: POS on UD v2.7 (17 tags) in 9 languages, mBERT and "
               "XLM-R, cross-lingual from EN, ZH and AR and multilingual; the k lowest-ranked heads pruned, then "
@@ -189,6 +222,15 @@ _PLANS = (
               _budhraja(GLUE4, ["en"], ["bert-base-uncased"], pairs=True), {},
               ("The paper's 'BERT-base' is taken as bert-base-uncased (its repository's default).",), (),
               ("e1", "e2", "i")),
+    PaperPlan("gradts2021-glue", "gradts2021", "GradTS (Ma et al. 2021): bert-base-cased on the 8 GLUE tasks, "
+              "auxiliary tasks chosen from head-gradient maps (thres, trial, fg) against AUTOSEM's bandit, each "
+              "task the primary in turn", _gradts(), {},
+              ("GLUE's test labels are hidden: the official validation split is our test, and a seeded 10% of "
+               "train our dev (GradTS selects and reports on GLUE's dev).",
+               "Multi-task training is headprune's (one shared encoder, a head per task), not MT-DNN's.",
+               "The abstract does not say which GradTS variant gives its 0.33-17.93% nor whether relative: ours is "
+               "GradTS-trial against the bandit, relative."),
+              ({"where": "abstract", "task": "GLUE (8 tasks)"},), ("f1", "f2", "f3", "f4", "j")),
 )
 PAPER_PLANS: dict[str, PaperPlan] = {p.name: p for p in _PLANS}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from headprune_core.data.hub_sizes import download_total
-from headprune_core.data.refs import hub_spec_of
+from headprune_core.data.refs import hub_spec_of, ref_for
 from headprune_core.encoders.device import pick_device
 from headprune_core.encoders.known import config_params, frozen_params
 from headprune_core.encoders.known import download_bytes as known_download
@@ -23,7 +23,8 @@ from headprune_core.plans.sweep import (
     local_shape,
     model_config,
 )
-from headprune_core.runs.estimate import estimate, later_jobs, later_seconds, measured_rates, minutes
+from headprune_core.runs.config import FinetuneConfig, split_unit
+from headprune_core.runs.estimate import estimate, gradts_runs, later_jobs, later_seconds, measured_rates, minutes
 from headprune_core.runs.gpu_estimate import assumptions, gpu_estimate, later_gpu_seconds
 
 
@@ -198,21 +199,29 @@ def disk_estimate(graph: SweepGraph) -> dict:
             models[plan.model] = known_download(plan.model)
         specs += [spec for task in plan.tasks for lang in plan.task_langs(task)
                   if (spec := hub_spec_of(study.source_for(task, lang), task, lang)) is not None]
+        for gplan in plan.gradts_plans() + plan.gradts_plans(field_name="affinity"):  # GradTS's own units
+            for task, lang in (split_unit(u) for u in gplan.units):
+                ref = ref_for(gplan.sources, task, lang) or study.source_for(task, lang)
+                if (spec := hub_spec_of(ref, task, lang)) is not None:
+                    specs.append(spec)
     data_bytes, unknown = download_total(specs)
     stored, fine_tunes = 0, 0
     for n in graph.jobs.values():
         if n.state != "todo":
             continue
         if n.cfg.kind == "finetune" and not n.cfg.from_checkpoint:
-            ft, count = n.cfg, 1
+            freeze, count = n.cfg.freeze_embeddings, 1
         elif n.cfg.kind == "refinetune" and not n.expanded:  # its pruned fine-tunes (pruned: a bit less)
-            ft, count = n.cfg.finetune, later_jobs(n.cfg)[0]
+            freeze, count = n.cfg.finetune.freeze_embeddings, later_jobs(n.cfg)[0]
+        elif n.cfg.kind == "gradts":  # its single- and multi-task fine-tunes
+            freeze = dict(n.cfg.train).get("freeze_embeddings", FinetuneConfig.freeze_embeddings)
+            count = gradts_runs(n.cfg)
         else:
             continue
         config = graph.config_of(graph.plans[n.plan].model)
         params = config_params(config) if config else None
         if params:
-            stored += 4 * (params - frozen_params(config, freeze_embeddings=ft.freeze_embeddings)) * count
+            stored += 4 * (params - frozen_params(config, freeze_embeddings=freeze)) * count
             fine_tunes += count
     return {"models": models, "data": data_bytes, "data_configs": len(set(specs)), "data_unknown": unknown,
             "results": stored, "fine_tunes": fine_tunes}

@@ -351,7 +351,7 @@ class _Runner:
         if request["memory"]:
             options["memory"] = int(request["memory"])
         ref = self.remote.options(max_retries=0, retry_exceptions=False, name=job.what[:100],
-                                  **options).remote(_payload(self.graph, job, self.record))
+                                  **options).remote(job_payload(self.graph, job, self.record))
         job.state = "running"
         self.running[ref] = job
         self.event(job, self.graph)
@@ -457,7 +457,7 @@ class _HeadWatch(threading.Thread):
         self.stopped.set()
 
 
-def _payload(graph: SweepGraph, job: JobNode, record: SweepRecord) -> dict:
+def job_payload(graph: SweepGraph, job: JobNode, record: SweepRecord) -> dict:
     """What a worker needs to compute ``node``: its configuration, its grid point's model and data, the cache."""
     plan = graph.plans[job.plan]
     payload = {"kind": job.cfg.kind, "key": job.cfg.key(), "config": job.cfg.to_dict(), "what": job.what,

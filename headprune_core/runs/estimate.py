@@ -42,16 +42,42 @@ def _gradts_work(cfg) -> float:
     """A GradTS validation's training, in sentence-epochs, a rough upper count: one single-task run per unit,
     and per primary its trials (1, 2, ... auxiliary units), and per training seed the final models (alone,
     thres, trial, fg and the bandit's choice as large as the largest trial, all units), the bandit's search
-    (counted as an all-units run) and each random set; each unit trains on ``max_train_sentences`` (every
-    sentence: taken as 2,000) x ``epochs``; scoring, per-example maps and evaluation are small beside."""
+    (counted as an all-units run) and each random set; each unit trains on ``max_train_sentences`` x ``epochs``
+    (every sentence: the recorded train size of a Hub-only task, e.g. GLUE's, else taken as 2,000); a multi-task
+    run's unit counts as the units' mean; scoring, per-example maps and evaluation are small beside."""
     train = dict(cfg.train)
-    per_unit = float(train.get("max_train_sentences") or 2000) * float(train.get("epochs", 2.0))
+    epochs = float(train.get("epochs", 2.0))
+    sizes = [float(train.get("max_train_sentences") or _train_size(u)) * epochs for u in cfg.units]
     n = len(cfg.units)
     trial = min(cfg.max_trial or n - 1, n - 1)
     seeds = len(cfg.train_seeds)
     multi_units = (sum(range(2, trial + 2)) + seeds * (1 + 4 * (trial + 1) + 2 * n)
                    + len(cfg.random_seeds) * (trial + 1))
-    return per_unit * (n + len(cfg.primaries) * multi_units)
+    return sum(sizes) + len(cfg.primaries) * multi_units * sum(sizes) / n
+
+
+def gradts_runs(cfg) -> int:
+    """How many fine-tunes a GradTS validation stores (each its whole model): one single-task run per unit, and
+    per primary its trial runs and, per training seed, the final models (alone, thres, trial, fg, the bandit's
+    choice, all) and one per random set."""
+    n = len(cfg.units)
+    trial = min(cfg.max_trial or n - 1, n - 1)
+    return n + len(cfg.primaries) * (trial + 6 * len(cfg.train_seeds) + len(cfg.random_seeds))
+
+
+def _train_size(unit: str) -> int:
+    """A unit's training sentences when a plan reads every one: a Hub-only task's recorded train size, else
+    2,000."""
+    from headprune_core.data.hub import hub_spec
+    from headprune_core.data.hub_sizes import NotRecorded, planned_splits
+    from headprune_core.data.registry import TASKS
+    task, _, lang = unit.partition("/")
+    if TASKS.get(task) is None or TASKS[task].sources != ("hub",):
+        return 2000
+    try:
+        return planned_splits(hub_spec(task, lang or "en"), task)["train"]
+    except (NotRecorded, KeyError, ValueError):
+        return 2000
 
 
 def model_of(cfg: RunConfig) -> str:

@@ -180,13 +180,17 @@ def hub_world(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
 
 def provide(spec, hf_cache: Path, mirror: Path, *, rows: int = 8) -> None:
     """Tiny models under every model id of sweep ``spec`` (its recorded family) and mirror copies of every Hub data
-    set its grid points read (``rows`` a split)."""
+    set its grid points and their GradTS checks read (``rows`` a split)."""
     from headprune_core.data.refs import hub_spec_of
     from headprune_core.encoders.known import known_config
     for model in spec.models:
         write_hub_model(hf_cache, model, known_config(model)["model_type"])
-    write_mirror(mirror, [hub_spec_of(p.sources[t], t, lang) for p in spec.plans() for t in p.tasks
-                          for lang in p.task_langs(t)], n=rows)
+    from headprune_core.data.refs import ref_for
+    from headprune_core.runs.config import split_unit
+    specs = [hub_spec_of(p.sources[t], t, lang) for p in spec.plans() for t in p.tasks for lang in p.task_langs(t)]
+    specs += [hub_spec_of(ref_for(g.sources, t, lang), t, lang) for p in spec.plans() for g in p.gradts_plans()
+              for t, lang in map(split_unit, g.units)]  # a GradTS check's own units
+    write_mirror(mirror, specs, n=rows)
 
 
 def run_offline(spec, store, markers: Path) -> int:
@@ -194,17 +198,14 @@ def run_offline(spec, store, markers: Path) -> int:
     the order the graph releases them, recording the sweep's progress as its driver does (cache/sweeps: what the
     views read the sweep as run from); the number of jobs run."""
     from headprune_core.plans.sweep import build_graph
-    from headprune_core.plans.sweep_ray import run_job
+    from headprune_core.plans.sweep_ray import job_payload, run_job
     from headprune_core.plans.sweep_record import SweepRecord
-    graph = build_graph(spec, store=store)
+    graph = build_graph(spec, store=store, device="cpu")
     record = SweepRecord(graph, "offline")
     done = 0
     while ready := graph.ready():
         for node in ready:
-            plan = graph.plans[node.plan]
-            run_job({"kind": node.cfg.kind, "key": node.cfg.key(), "config": node.cfg.to_dict(), "what": node.what,
-                     "plan": {"model": plan.model, "sources": plan.sources, "finetuned": False},
-                     "cache": str(store.root.parent), "device": "cpu", "run": "offline", "markers": str(markers)})
+            run_job({**job_payload(graph, node, record), "markers": str(markers)})  # as the driver sends it
             node.state = "done"
             done += 1
     record.state = "done"

@@ -42,6 +42,8 @@ def test_a_paper_plan_runs_end_to_end_on_local_hub_copies(name, tmp_path, monkey
         _check_over_pairs(rows, spec, store, mono=name == "ma2021-sf")
     if name == "ma2021-pos":
         _check_families_and_similarity(rows, spec, store)
+    if name == "gradts2021-glue":
+        _check_gradts(rows, spec, store)
     # as every view reads it: the spec as the sweep ran it (its record), and per claim each card it answers on
     # every grid point and task, every one of them decided from results the plan computed
     res = paper_results(name, store, draws=100)
@@ -167,3 +169,28 @@ def _check_families_and_similarity(rows, spec, store) -> None:
                 assert r.plain == pytest.approx(spearmanr(gains, sims)[0])
             checked.add(f"similarity {r.status}")
     assert {c.split()[0] for c in checked} == {"family", "similarity"}, checked
+
+
+
+def _check_gradts(rows, spec, store) -> None:
+    """GradTS's abstract numbers, recomputed: the relative gain of trial over the bandit from each run's test
+    sentences (not the stored metric), and the time saved from the validation table's totals."""
+    from headprune_core.findings.evidence import Evidence
+    from headprune_core.methods.uncertainty import metric_of
+    from headprune_core.multitask.gradts import validation_table
+    (plan,) = spec.plans()
+    _, res, _ = Evidence(plan.study(store=store, progress=False), plan, task=plan.tasks[0]).gradts()
+    gain = {}
+    for v in res["validation"]:
+        score = {(r["row"], r["seed"]): metric_of(r["test_units"]) for r in v["rows"]
+                 if r["row"] in ("trial", "bandit")}
+        seeds = [s for row, s in score if row == "trial"]
+        gain[v["primary"]] = np.mean([100 * (score[("trial", s)] - score[("bandit", s)]) / score[("bandit", s)]
+                                      for s in seeds])
+    total = {(t["primary"], t["row"]): t["total_seconds"] for t in validation_table(res)}
+    saved = [100 * (1 - total[(p, "trial")] / total[(p, "bandit")]) for p in gain]
+    found = {r.number.quantity.split(",")[-1].split("(")[0].strip(): r for r in rows if r.status == "computed"}
+    assert found["smallest over the 8 tasks"].plain == pytest.approx(min(gain.values()))
+    assert found["largest over the 8 tasks"].plain == pytest.approx(max(gain.values()))
+    assert f"over {len(gain)} primaries" in found["largest over the 8 tasks"].note
+    assert found["average over the 8 tasks"].plain == pytest.approx(np.mean(saved))

@@ -41,7 +41,7 @@ def test_each_plan_trains_as_its_paper_did():
         train, spec = plan.spec["train"], plan.spec
         assert not train["freeze_embeddings"] and train["lr"] == train["head_lr"]  # every weight, one rate
         assert train["max_train_sentences"] is None  # every training sentence
-        assert all(len(e["seeds"]) >= 3 for e in spec["refinetune"])  # runs are the unit: 3 or more
+        assert all(len(e["seeds"]) >= 3 for e in spec.get("refinetune", []))  # runs are the unit: 3 or more
         if plan.paper == "ma2021":
             assert train["epochs"] == _protocol("ma2021", "epochs")
             assert train["lr"] == _protocol("ma2021", "learning rate")
@@ -51,6 +51,12 @@ def test_each_plan_trains_as_its_paper_did():
             ma_langs = ({"en", "es", "pt", "de", "fr", "zh", "ja", "hi", "tr"} if spec["tasks"] == ["slots"]
                         else {"en", "zh", "ar", "he", "ja", "fa", "de", "nl", "ur"})  # SF: MultiATIS++'s nine
             assert set(spec["langs"]) <= ma_langs
+        if plan.paper == "gradts2021":
+            (check,) = spec["gradts"]
+            assert len(check["train_seeds"]) >= 3  # runs are the unit
+            assert check["fg_threshold"] == _protocol("gradts2021", "tau", "GradTS-fg")
+            assert check["primaries"] == check["units"] and len(check["units"]) == _protocol("gradts2021", "count")
+            assert check["max_trial"] is None and check["train"]["max_train_sentences"] is None
         if plan.paper.startswith("budhraja"):
             assert (train["epochs"], train["lr"], train["batch_size"], train["max_length"]) == (
                 _protocol("budhraja2020", "epochs"), _protocol("budhraja2020", "learning rate"),
@@ -173,10 +179,15 @@ def test_every_paper_data_set_loads_from_a_copy_in_its_hub_schema(tmp_path, monk
                 lang = point.task_langs(task)[-1]
                 spec = hub_spec_of(point.sources[task], task, lang)
                 one.setdefault((spec.path, task), (spec, point.sources[task], lang))
+            for check in point.gradts_plans():  # a GradTS check's own units
+                for task, _, lang in (u.partition("/") for u in check.units):
+                    ref = check.sources[task]
+                    one.setdefault((hub_spec_of(ref, task, lang).path, task), (hub_spec_of(ref, task, lang), ref, lang))
     assert {path for path, _ in one} == {"unimelb-nlp/wikiann", "universal-dependencies/universal_dependencies",
                                          "facebook/xnli", "nyu-mll/glue", "AmazonScience/massive"}
     write_mirror(tmp_path, [spec for spec, _, _ in one.values()])
-    labels = {"ner": 7, "upos": 17, "xnli": 3, "mnli": 3, "qqp": 2, "qnli": 2, "sst2": 2, "slots": 111}
+    labels = {"ner": 7, "upos": 17, "xnli": 3, "mnli": 3, "qqp": 2, "qnli": 2, "sst2": 2, "slots": 111, "cola": 2,
+              "mrpc": 2, "rte": 2, "wnli": 2}
     for (path, task), (_, ref, lang) in one.items():
         data = load_ref(ref, task, lang)
         assert list(data.dataset) == ["train", "validation", "test"], (path, task)
