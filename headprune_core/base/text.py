@@ -40,3 +40,9 @@ def md_code(value, *, limit: int = 200) -> str:
     text = _plain(value, limit) or " "
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     return f"{fence} {text} {fence}"
+
+
+def md_cell(value) -> str:
+    """``value`` in a Markdown table cell or paragraph of a report: pipes escaped, line breaks as spaces (the
+    report's own formatting, e.g. a code span, is kept)."""
+    return str(value).replace("|", "\\|").replace("\n", " ")

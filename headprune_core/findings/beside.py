@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from headprune_core.base.text import md_cell
 from headprune_core.findings.calibration import DRAWS
 from headprune_core.findings.cards import Findings
 from headprune_core.findings.evidence import Retrain, pooled_change, shared_seeds
@@ -400,7 +401,7 @@ def beside_markdown(rows: list[BesideRow]) -> str:
     """The rows as a markdown table, computed ones first, then a count of the rest by status."""
     done = [r for r in rows if r.status == "computed"]
     lines = ["| " + " | ".join(BESIDE_COLUMNS) + " |", "|" + "---|" * len(BESIDE_COLUMNS)]
-    lines += ["| " + " | ".join(r.cells()[c] for c in BESIDE_COLUMNS) + " |" for r in done + [
+    lines += ["| " + " | ".join(md_cell(r.cells()[c]) for c in BESIDE_COLUMNS) + " |" for r in done + [
         r for r in rows if r.status != "computed"]]
     lines.append("\n" + beside_summary(rows))
     return "\n".join(lines)

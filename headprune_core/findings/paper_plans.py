@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from headprune_core.base.text import md_cell
 from headprune_core.data.hub import HubUnavailable
 from headprune_core.encoders.models import ModelLoadError
 from headprune_core.findings.beside import BesideRow, Reader, beside_markdown
@@ -122,7 +123,7 @@ VERDICT_COLUMNS = ["grid point", "task", "card", "claim", "verdict", "card alone
 def verdicts_markdown(verdicts: list[PlanVerdict]) -> str:
     """The verdicts as a markdown table, and how many were tested."""
     lines = ["| " + " | ".join(VERDICT_COLUMNS) + " |", "|" + "---|" * len(VERDICT_COLUMNS)]
-    lines += ["| " + " | ".join(v.cells()[c].replace("|", "/") for c in VERDICT_COLUMNS) + " |" for v in verdicts]
+    lines += ["| " + " | ".join(md_cell(v.cells()[c]) for c in VERDICT_COLUMNS) + " |" for v in verdicts]
     lines.append("\n" + verdicts_summary(verdicts))
     return "\n".join(lines)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from headprune_core.base.text import md_cell
 from headprune_core.findings.cards import MISSING, SAME, Card, Findings
 from headprune_core.findings.page import page_control
 from headprune_core.findings.paper_plans import PapersSection, section_markdown
@@ -66,9 +67,7 @@ def page_text(page: dict) -> str:
             "the column 'card alone' gives each card's own verdict (its 95% interval, 2.5% per side).")
 
 
-def _md(text) -> str:
-    """Text for a Markdown paragraph or table cell (pipes and line breaks escaped)."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+_md = md_cell
 
 
 def _table_md(rows: list[dict]) -> list[str]:

@@ -34,6 +34,11 @@ def test_inside_and_outside_our_interval():
     text = beside_markdown([missing, far, near])
     assert text.index("3.10") < text.index("missing: prune")  # computed rows first
     assert "2 of 3 reported numbers computed; the paper's number lies inside our 95% interval in 1 of 2" in text
+    # a job name from the sweep as run (a file in cache/sweeps) cannot break the table: its pipe is escaped
+    odd = BesideRow(n, "missing: fine-tune a|b\nnext")
+    (line,) = [x for x in beside_markdown([odd]).splitlines() if "a\\|b" in x]
+    assert line.count(" | ") == len(line.split(" | ")) - 1 and "next" in line and line.count("|") - line.count(
+        "\\|") == 11  # 10 columns: 11 bars, the escaped one aside
 
 
 def test_an_unknown_plan_is_named():
