@@ -16,7 +16,7 @@ from headprune_core.plans.sweep import SweepSpec, build_graph
 from headprune_core.runs.store import Store
 from tests.helpers.hub_world import hub_world, provide, run_offline
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 
 def test_table5_beside_ours_on_a_plan_computed_without_the_hub(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ from headprune_core.findings.staged import DESIGN
 from headprune_core.methods.inference import AGAINST, OTHER_WAY, REPRODUCED, Rule
 from headprune_core.methods.uncertainty import run_estimate
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 DRAWS = 20_000
 SIZES = DESIGN

@@ -90,6 +90,7 @@ DRY_RUNS = [(w, words) for w, words in COMMANDS if "--dry-run" in words and head
 
 
 @pytest.mark.slow
+@pytest.mark.parallel
 @pytest.mark.parametrize("where, words", DRY_RUNS, ids=[w for w, _ in DRY_RUNS])
 def test_documented_dry_runs_run(where, words):
     out = subprocess.run([sys.executable, "-m", "headprune_core", *headprune_words(words)], cwd=REPO,
