@@ -226,8 +226,9 @@ ROWS: list[tuple[str, Callable, type, str]] = [
      "curve: error: argument --seeds: expected comma-separated whole numbers, got 'a,b'"),
     ("opt-unknown-task", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--task", "nope"), CliFailed,
      "error: unknown task 'nope'; known: pos, name, polarity-en, reviews-en, uncertainty-en, polarity-de, "
-     "polarity-fr, polarity-nl, emotion-pt, stance-pt, upos, ner, sst2, cola, mrpc, qqp, mnli, qnli, rte, wnli, xnli, "
-     "paws-x (your own corpus: 'python -m headprune_core data add NAME --lang xx FILES', or --data FILES)"),
+     "polarity-fr, polarity-nl, emotion-pt, stance-pt, upos, ner, sst2, cola, mrpc, qqp, mnli, qnli, rte, wnli, "
+     "slots, xnli, paws-x (your own corpus: 'python -m headprune_core data add NAME --lang xx FILES', or --data "
+     "FILES)"),
     ("opt-unknown-language", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--lang", "xx"), CliFailed,
      "error: unknown language 'xx' for task 'pos'; known: en, de, es, fr, it, nl, pt, tr"),
     ("opt-k-too-large", lambda c, cap: cli(c, cap, "prune", "--model", c.model, "--k", "13", "--out", c.d / "o",
