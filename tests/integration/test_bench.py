@@ -1,65 +1,30 @@
-"""``python -m bench --quick``: every benchmark section runs on the real model at small sizes (so the benchmark
-code cannot rot), and what each must hold whatever the timing noise does holds."""
+"""``python -m bench --quick --only classroom``: the classroom section (a class walking the dashboard, class mode, a
+hostile class, a class following the teacher) runs on the fixture cache with real browsers, and what it must hold
+whatever the timing noise does holds. The other sections run in ``test_bench_compute.py``, two at a time with the
+other slow computations: this one times a class on the machine's cores, so it runs alone."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.helpers.bench_run import check_written, run_quick
+
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory, fixture_cache):
     out = tmp_path_factory.mktemp("bench")
     env = {**os.environ, "HEADPRUNE_BENCH_FIXTURE_CACHE": str(fixture_cache["root"])}  # built once per session
-    proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--results", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=1800, env=env)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    return out, {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
+    return out, run_quick(out, "classroom", env)
 
 
-def test_every_section_is_written(quick):
+def test_the_classroom_section_is_written(quick):
     out, sections = quick
-    assert set(sections) == {"scoring", "masks", "pruning", "panel", "demo", "bigdata", "classroom", "findings"}
-    text = (out / "RESULTS.md").read_text()
-    for s in sections.values():
-        assert f"## {s['title']}" in text and s["command"].startswith("python -m bench --quick")
-        assert s["rows"] and s["machine"]
-
-
-def test_scoring_maps_agree_with_the_reference(quick):
-    goals = {g["what"]: g for g in quick[1]["scoring"]["goals"]}
-    assert goals["Spearman, gate_grad vs reference (same batches)"]["met"] is True
-    assert goals["Spearman, gate_grad one sentence a batch vs bertology's protocol"]["met"] is True
-
-
-def test_pruned_parameter_counts_are_exact(quick):
-    rows = quick[1]["pruning"]["rows"]
-    assert {r[0] for r in rows} == {"sdpa", "eager"} and all(r[-1] is True for r in rows)
-    for r in rows:
-        assert r[7] > 1.0  # FLOP limit of removing half the heads
-
-
-def test_demo_commands_ran_cold_then_warm(quick):
-    rows = quick[1]["demo"]["rows"]
-    assert [r[0] for r in rows] == ["cold", "cold", "warm", "warm"]
-    assert all(r[2] > 0 and r[3] > 100 for r in rows)  # seconds, and a Python process with torch is > 100 MiB
-
-
-def test_a_big_corpus_is_registered_and_scored_with_its_peaks(quick):
-    rows = {r[0]: r for r in quick[1]["bigdata"]["rows"]}
-    assert list(rows)[:2] == ["register 20,000 sentences", "register them from a Hub-format copy"]
-    assert len(rows) == 5
-    assert all(r[2] > 0 and r[3] > 100 for r in rows.values())
-    # reading the registered corpus again (everything cached) loads no model: far below a run that trains
-    assert rows["score them again (cached: loading only)"][3] < rows["fine-tune and score them"][3] / 2
+    assert set(sections) == {"classroom"}
+    check_written(out, sections)
 
 
 def test_a_small_class_walks_the_dashboard_on_one_server(quick):
@@ -84,15 +49,6 @@ def test_a_small_class_walks_the_dashboard_on_one_server(quick):
     (students,) = [g for w, g in hostile.items() if w.startswith("cache files")]
     assert students["measured"] == "0, 0, 0" and students["met"] is True
     assert any(n.startswith("Hostile class:") and "Unplanned outcomes: none" in n for n in section["notes"])
-
-
-def test_findings_reads_every_card(quick):
-    from headprune_core.findings.hypotheses import HYPOTHESES
-    section = quick[1]["findings"]
-    assert [r[0] for r in section["rows"]] == [h.id for h in HYPOTHESES]
-    # quick computes nothing: every card of the empty cache is not computed yet, and no goal is judged
-    assert all(r[1] == "not computed yet" for r in section["rows"])
-    assert all(g["met"] is None for g in section["goals"])
 
 
 def test_the_class_follows_the_teacher_and_the_bench_says_what_it_cost(quick):
