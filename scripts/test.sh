@@ -2,8 +2,8 @@
 # Every check: install (incl. chromium for the browser test), check that the installed packages agree (pip check),
 # prepare the embedded default, lint (ruff) and the layers contract (import-linter), then the fast tier on two workers,
 # the slow tests of pure computation two at a time (marked `parallel`: no server, browser or cluster, nothing timed;
-# a file with a module or session fixture stays on one worker through its xdist_group), and the other slow and
-# browser tests one at a time. No test may be skipped (see pytest_no_skips).
+# a file at a time on a worker, so a module fixture is computed once), and the other slow and browser tests one at a
+# time. No test may be skipped (see pytest_no_skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --browser
@@ -30,5 +30,5 @@ pytest_no_skips() {
   fi
 }
 pytest_no_skips -q --durations=15 tests
-pytest_no_skips -q --durations=15 -m "slow and parallel" -n 2 --dist loadgroup tests
+pytest_no_skips -q --durations=15 -m "slow and parallel" -n 2 --dist loadfile tests
 pytest_no_skips -q --durations=15 -m "(slow or browser) and not parallel" -n 0 tests

@@ -10,7 +10,7 @@ import pytest
 from bench.__main__ import SECTIONS
 from tests.helpers.bench_run import check_written, run_quick
 
-pytestmark = [pytest.mark.slow, pytest.mark.parallel, pytest.mark.xdist_group("bench_compute")]
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 COMPUTE = ("scoring", "masks", "pruning", "panel", "demo", "bigdata", "findings")
 
 

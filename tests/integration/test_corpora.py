@@ -6,7 +6,7 @@ import pytest
 
 from headprune_core.data import UNIVERSAL_TAGS, get_task, load_task, prepare_corpora
 
-pytestmark = [pytest.mark.slow, pytest.mark.parallel, pytest.mark.xdist_group("corpora")]
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 # Sentences per language (train + validation + test). tagged-en-wsj.txt has 1,001 lines (DESIGN.md's 1,000
 # counted newlines; the last line has none); tr = wiki 2,310 + web 2,541.

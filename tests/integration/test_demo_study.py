@@ -11,7 +11,7 @@ from headprune_core.plans.presets import PRESETS
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 
-pytestmark = [pytest.mark.slow, pytest.mark.parallel, pytest.mark.xdist_group("demo_study")]
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from headprune_core.plans.plan import plan_jobs
 from headprune_core.plans.presets import find_plan
 from headprune_core.runs.study import Study
 
-pytestmark = [pytest.mark.slow, pytest.mark.parallel, pytest.mark.xdist_group("keys_stable")]
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "plan_keys.json").read_text())
 

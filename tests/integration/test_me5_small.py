@@ -7,7 +7,7 @@ import torch
 
 from headprune_core.encoders import models
 
-pytestmark = [pytest.mark.slow, pytest.mark.parallel, pytest.mark.xdist_group("me5_small")]
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 SENTENCE = "query: The quick brown fox jumps over the lazy dog."
 # Mean-pooled last hidden state of SENTENCE from our converter (CPU, fp32). The same conversion matched the

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.parallel, pytest.mark.xdist_group("wheel")]
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 REPO = Path(__file__).resolve().parents[2]
 
