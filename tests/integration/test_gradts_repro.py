@@ -22,7 +22,7 @@ from headprune_core.multitask.plan import GradTSPlan
 from headprune_core.runs.store import ENTRY
 from tests.helpers.fixture_cache import build_fixture_cache
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 REPO = Path(__file__).resolve().parents[2]
 TIMES = {"seconds", "train_seconds", "dev_seconds", "costs"}

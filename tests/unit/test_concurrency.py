@@ -156,6 +156,7 @@ CLI_WORKER = """
 
 
 @pytest.mark.slow
+@pytest.mark.parallel
 def test_two_cli_processes_fine_tune_once(tiny_cache, tmp_path):
     root, model = tiny_cache
     env = _env(HEADPRUNE_CACHE=root, LOG=tmp_path / "train.log")
@@ -200,6 +201,7 @@ def _entries_are_whole(runs: Path) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.parallel
 def test_study_killed_at_ten_random_points_resumes_without_half_entries(tiny_cache, tmp_path):
     import shutil
     root, model = tiny_cache
