@@ -138,7 +138,6 @@ class Reader:
         plans = spec.plans()
         self.points = [_Point(p, store, planning=planning, draws=draws) for p in plans]
         self.settings = tuple(plans[0].settings) if plans else ()
-        self._point_of: dict[int, _Point] = {}  # a retrain's grid point (by id), as _over_pairs met it
 
     def rows(self) -> list[BesideRow]:
         """Every reported number the plan answers, beside ours."""
@@ -207,7 +206,6 @@ class Reader:
                     ex, what = p.retrain("importance", setting)
                     if ex is None:
                         return BesideRow(n, f"missing: {what}")
-                    self._point_of[id(ex)] = p
                     parts += [(ex, t) for t in ex.targets if targets is None or t in targets]
                     if every and n.task in MONO_IN_COUNT and setting == "cross":
                         parts.append((ex, ex.source))  # the source's own test: its monolingual result
@@ -234,9 +232,8 @@ class Reader:
         from scipy.stats import spearmanr
         similarity = []
         for ex, t in parts:
-            point = self._point_of[id(ex)]
-            jobs_a, a = point.evidence.resampled_maps(ex.task, ex.source)
-            jobs_b, b = point.evidence.resampled_maps(ex.task, t)
+            jobs_a, a = ex.evidence.resampled_maps(ex.task, ex.source)
+            jobs_b, b = ex.evidence.resampled_maps(ex.task, t)
             seeds = sorted(set(a) & set(b))
             if jobs_a or jobs_b or not seeds:
                 return None, None, "the ranking maps of " + ", ".join(j.what for j in (jobs_a + jobs_b)[:2]) \

@@ -30,6 +30,7 @@ class Retrain:
 
     def __init__(self, evidence: Evidence, job: Job, result: dict):
         self.job, self.result = job, result
+        self.evidence = evidence  # the grid point's Evidence it was read from (its rankings' maps too)
         self.cfg: RefinetuneConfig = job.cfg
         self.task = self.cfg.finetune.tasks[0]
         self.seeds: list[int] = list(result["seeds"])

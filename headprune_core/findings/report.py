@@ -67,15 +67,12 @@ def page_text(page: dict) -> str:
             "the column 'card alone' gives each card's own verdict (its 95% interval, 2.5% per side).")
 
 
-_md = md_cell
-
-
 def _table_md(rows: list[dict]) -> list[str]:
     if not rows:
         return []
     cols = list(dict.fromkeys(k for r in rows for k in r))
-    out = ["| " + " | ".join(_md(c) for c in cols) + " |", "|" + "---|" * len(cols)]
-    out += ["| " + " | ".join(_md(cell_text(r.get(c, ""))) for c in cols) + " |" for r in rows]
+    out = ["| " + " | ".join(md_cell(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    out += ["| " + " | ".join(md_cell(cell_text(r.get(c, ""))) for c in cols) + " |" for r in rows]
     return out + [""]
 
 
@@ -84,39 +81,39 @@ def report_markdown(cards: list[Card], *, title: str, intro: str = "", created: 
     """The same report as Markdown (no charts: each card's numbers, interval and runs are in its text); with
     ``papers``, the papers' own experiments last (findings/paper_plans.py)."""
     created = created or datetime.now(UTC)
-    lines = [f"# {_md(title)}", ""]
+    lines = [f"# {md_cell(title)}", ""]
     if intro:
-        lines += [_md(intro), ""]
+        lines += [md_cell(intro), ""]
     page = page_control(cards)
     lines += [f"Written {created:%Y-%m-%d %H:%M} UTC by headprune.", "", *_table_md(summary_rows(cards, page)),
-              _md(page_text(page)), ""]
+              md_cell(page_text(page)), ""]
     for card in cards:
         h = card.hypothesis
-        lines += [f"## ({card.key}) {_md(card.title)}: {card.shown}", "", f"**Verdict.** {_md(card.verdict_text())}",
-                  "",
-                  f"**The paper** ({_md(card.paper)}). {_md(card.claim)}", "",
-                  f"**Hypothesis.** {_md(h.hypothesis)}  ", f"**Statistic.** {_md(h.statistic)}  ",
-                  f"**Control.** {_md(h.control)}", ""]
+        lines += [f"## ({card.key}) {md_cell(card.title)}: {card.shown}", "",
+                  f"**Verdict.** {md_cell(card.verdict_text())}", "",
+                  f"**The paper** ({md_cell(card.paper)}). {md_cell(card.claim)}", "",
+                  f"**Hypothesis.** {md_cell(h.hypothesis)}  ", f"**Statistic.** {md_cell(h.statistic)}  ",
+                  f"**Control.** {md_cell(h.control)}", ""]
         if card.verdict == MISSING:
-            lines += [f"**Not computed yet:** {_md('; '.join(card.missing))}", ""]
+            lines += [f"**Not computed yet:** {md_cell('; '.join(card.missing))}", ""]
         else:
-            lines += [f"**Here.** {_md(card.measured)}", "", f"**Estimate.** {_md(card.estimate_text())}", ""]
+            lines += [f"**Here.** {md_cell(card.measured)}", "", f"**Estimate.** {md_cell(card.estimate_text())}", ""]
             runs = "; ".join(f"{name or card.key}: " + ", ".join(f"{r:+.2f}" for r in e.runs)
                              for name, e in card.estimates.items())
             lines += [f"**Training runs.** {runs}", ""]
             if card.mde is not None:
                 lines += [f"**Minimum detectable effect** (information, not a gate). {card.mde:.2f} {h.rule.unit} "
-                          f"(the paper: {_md(h.paper_effect)})", ""]
+                          f"(the paper: {md_cell(h.paper_effect)})", ""]
             for note in card.notes:
-                lines += [f"*{_md(note)}*", ""]
+                lines += [f"*{md_cell(note)}*", ""]
             lines += _table_md(card.rows)
-        lines += [f"**Rule.** {_md(card.rule)}", ""]
+        lines += [f"**Rule.** {md_cell(card.rule)}", ""]
         if papers is not None and card.key in papers.answered:
             lines += [f"**At the papers' own size.** {', '.join(papers.answered[card.key])}", ""]
         if card.calibration is not None:
             lines += [f"**How often this rule is wrong.** {calibration_line(card.calibration)}", ""]
         if card.protocol:
-            lines += [f"**Protocol here.** {_md(card.protocol)}", ""]
+            lines += [f"**Protocol here.** {md_cell(card.protocol)}", ""]
     if papers is not None:
         lines += [section_markdown(papers), ""]
     return "\n".join(lines)

@@ -89,16 +89,17 @@ class PaperPlan:
         spec["name"] = f"{self.name}-smallest"
         spec["train"] = {**spec["train"], "max_train_sentences": 6, "epochs": 1.0, "batch_size": 4}
         spec["score_sentences"] = spec["eval_sentences"] = 6
-        for exp in spec.get("refinetune", []):
+        experiments = spec.get("refinetune", [])
+        for exp in experiments:
             if exp.get("shares"):  # an experiment by shares of the heads stays one (cards e1 and h read those)
                 exp["shares"] = exp["shares"][:2]
             elif exp["strategy"] in ("importance", "reverse", "random"):
                 exp.pop("max_k", None)
                 exp["levels"], exp["shares"] = [1, 2], []
             exp["seeds"] = exp["seeds"][:2]
-        draws = [exp for exp in spec.get("refinetune", []) if exp["strategy"] == "random" and exp.get("shares")]
+        draws = [exp for exp in experiments if exp["strategy"] == "random" and exp.get("shares")]
         if "refinetune" in spec:
-            spec["refinetune"] = [exp for exp in spec["refinetune"] if not any(exp is d for d in draws[2:])]
+            spec["refinetune"] = [exp for exp in experiments if not any(exp is d for d in draws[2:])]
         for check in spec.get("gradts", []):  # GradTS: every unit, the first two primaries, two trials
             check.update(primaries=check["primaries"][:2], max_trial=2, score_sentences=6, eval_sentences=6,
                          train_seeds=check["train_seeds"][:2], random_seeds=check["random_seeds"][:2],

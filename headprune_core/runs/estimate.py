@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from headprune_core.runs.config import RunConfig, config_from_dict, nested_configs, train_units
+from headprune_core.runs.config import RunConfig, config_from_dict, nested_configs, split_unit, train_units
 from headprune_core.runs.store import Store
 
 JOB_KINDS = ("finetune", "score", "eval", "curve", "refinetune", "gradts")
@@ -48,8 +48,7 @@ def _gradts_work(cfg) -> float:
     train = dict(cfg.train)
     epochs = float(train.get("epochs", 2.0))
     sizes = [float(train.get("max_train_sentences") or _train_size(u)) * epochs for u in cfg.units]
-    n = len(cfg.units)
-    trial = min(cfg.max_trial or n - 1, n - 1)
+    n, trial = len(cfg.units), _trials(cfg)
     seeds = len(cfg.train_seeds)
     multi_units = (sum(range(2, trial + 2)) + seeds * (1 + 4 * (trial + 1) + 2 * n)
                    + len(cfg.random_seeds) * (trial + 1))
@@ -60,24 +59,33 @@ def gradts_runs(cfg) -> int:
     """How many fine-tunes a GradTS validation stores (each its whole model): one single-task run per unit, and
     per primary its trial runs and, per training seed, the final models (alone, thres, trial, fg, the bandit's
     choice, all) and one per random set."""
+    return len(cfg.units) + len(cfg.primaries) * (_trials(cfg) + 6 * len(cfg.train_seeds) + len(cfg.random_seeds))
+
+
+def _trials(cfg) -> int:
+    """GradTS-trial's runs per primary: one per auxiliary set tried, at most ``max_trial`` (None: every other
+    unit)."""
     n = len(cfg.units)
-    trial = min(cfg.max_trial or n - 1, n - 1)
-    return n + len(cfg.primaries) * (trial + 6 * len(cfg.train_seeds) + len(cfg.random_seeds))
+    return min(cfg.max_trial or n - 1, n - 1)
+
+
+UNKNOWN_TRAIN = 2000
+"""Training sentences counted for a unit that reads every one and whose size no recorded table gives."""
 
 
 def _train_size(unit: str) -> int:
     """A unit's training sentences when a plan reads every one: a Hub-only task's recorded train size, else
-    2,000."""
+    :data:`UNKNOWN_TRAIN`."""
     from headprune_core.data.hub import hub_spec
     from headprune_core.data.hub_sizes import NotRecorded, planned_splits
     from headprune_core.data.registry import TASKS
-    task, _, lang = unit.partition("/")
+    task, lang = split_unit(unit, "en")
     if TASKS.get(task) is None or TASKS[task].sources != ("hub",):
-        return 2000
+        return UNKNOWN_TRAIN
     try:
-        return planned_splits(hub_spec(task, lang or "en"), task)["train"]
+        return planned_splits(hub_spec(task, lang), task)["train"]
     except (NotRecorded, KeyError, ValueError):
-        return 2000
+        return UNKNOWN_TRAIN
 
 
 def model_of(cfg: RunConfig) -> str:
