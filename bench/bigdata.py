@@ -2,9 +2,10 @@
 
 A generated token corpus (5-25 words a sentence from a 5,000-word vocabulary, 12 universal tags, a Hub ClassLabel
 in the file's metadata, one file split 80/10/10) is registered with ``data add``, then its heads are scored after
-a 100-sentence fine-tune; the same score on the embedded English POS corpus (a few hundred sentences) is the
-baseline, so "beyond the model" is the difference of the two peaks. Each command's own peak (VmHWM) is measured
-by :mod:`bench.peak` in a fresh process, on a cache whose model and corpora are links to this checkout's.
+a 100-sentence fine-tune (20 with ``--quick``); the same score on the embedded English POS corpus (a few hundred
+sentences) is the baseline, so "beyond the model" is the difference of the two peaks. Each command's own peak
+(VmHWM) is measured by :mod:`bench.peak` in a fresh process, on a cache whose model and corpora are links to this
+checkout's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ QUICK_SENTENCES = 20_000
 LIMIT_MB = 2048
 TAGS = ["ADJ", "ADP", "ADV", "CONJ", "DET", "NOUN", "NUM", "PRON", "PRT", "PUNCT", "VERB", "X"]
 SCORE = ["--sentences", "100", "--max-train", "100", "--epochs", "1"]
+QUICK_SCORE = ["--sentences", "20", "--max-train", "20", "--epochs", "1"]  # --quick: the code path, not the size
 
 
 def make_table(sentences: int, *, seed: int = 0):
@@ -77,6 +79,7 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
            "HF_DATASETS_CACHE": str(work / "hf-datasets")}  # the Hub copy's Arrow files, removed with the rest
     log = work / "bigdata.log"
     n = QUICK_SENTENCES if quick else SENTENCES
+    score = QUICK_SCORE if quick else SCORE
     table = work / "big.parquet"
     size = write_table(table, n)
     hub = work / "big-hub"
@@ -86,12 +89,12 @@ def run(*, quick: bool = False, model: str = "me5-small", device: str = "auto") 
         ("register them from a Hub-format copy", ["headprune_core", "data", "add", "bighub", "--lang", "xx",
                                                  f"hub:{hub}:default"]),
         ("fine-tune and score them", ["headprune_core", "score", "--model", model, "--device", device, "--task",
-                                      "big", "--lang", "xx", "--train-langs", "xx", *SCORE]),
+                                      "big", "--lang", "xx", "--train-langs", "xx", *score]),
         ("the same on embedded pos/en", ["headprune_core", "score", "--model", model, "--device", device, "--task",
-                                         "pos", "--lang", "en", *SCORE]),
+                                         "pos", "--lang", "en", *score]),
         ("score them again (cached: loading only)", ["headprune_core", "score", "--model", model, "--device",
                                                      device, "--task", "big", "--lang", "xx", "--train-langs", "xx",
-                                                     *SCORE]),
+                                                     *score]),
     ]
     measured = {name: run_measured(args, env, log) for name, args in steps}
     def shown(a: str) -> str:  # files by their names, not this run's temporary folder

@@ -54,3 +54,21 @@ def fixture_cache(tmp_path_factory) -> dict:
     from tests.helpers.fixture_cache import build_fixture_cache
 
     return build_fixture_cache(tmp_path_factory.mktemp("hp-fixture"))
+
+
+CI_KINDS = ("parallel", "beside", "alone")
+"""How CI runs a slow or browser test beside others (pytest.ini, scripts/test.sh): at most one of these marks."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test marked with one of :data:`CI_KINDS` must be slow or browser (else the fast tier runs it too) and
+    carry one of them at most (else two phases run it, or, with the phases' selections, none): a mistake in the
+    marks fails the collection, naming the tests, rather than leaving a test out of CI."""
+    wrong = []
+    for item in items:
+        kinds = [k for k in CI_KINDS if item.get_closest_marker(k)]
+        if kinds and (len(kinds) > 1 or not (item.get_closest_marker("slow") or item.get_closest_marker("browser"))):
+            wrong.append(f"{item.nodeid} ({', '.join(kinds)})")
+    if wrong:
+        raise pytest.UsageError("marked for a CI phase but not slow or browser, or for two phases: "
+                                + "; ".join(wrong))

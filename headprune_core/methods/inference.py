@@ -435,7 +435,9 @@ FLOOR = 0.05  # a recorded variance part below this share of the total is simula
 
 def _heavy(rng: np.random.Generator, dof: float, size) -> np.ndarray:
     """Student-t draws scaled to unit variance: heavier tails than the normal the interval assumes."""
-    return rng.standard_t(dof, size=size) * math.sqrt((dof - 2) / dof)
+    x = rng.standard_t(dof, size=size)
+    x *= math.sqrt((dof - 2) / dof)  # in place: the same values, one large array less
+    return x
 
 
 def draw_estimates(delta: float, size: dict, *, runs: Sequence[int], draws: int, rng: np.random.Generator,
@@ -473,7 +475,10 @@ def draw_estimates(delta: float, size: dict, *, runs: Sequence[int], draws: int,
         sd_b = np.sqrt(parts[1] * n) * scale[:, 1]
         sd_e = np.sqrt(parts[2] * n_runs * n) * scale[:, 2]
         b = sd_b[:, None] * _heavy(rng, 4, (draws, n))
-        y = delta + a[:, :, None] + b[:, None, :] + sd_e[:, None, None] * _heavy(rng, 4, (draws, r_max, n))
+        y = delta + a[:, :, None] + b[:, None, :]
+        e = _heavy(rng, 4, (draws, r_max, n))
+        e *= sd_e[:, None, None]
+        y += e  # the same sums as y + sd_e * e (draws x runs x sentences): two large arrays instead of four
     out = []
     for r in runs:
         yr = y[:, :r]  # (draws, runs, sentences)

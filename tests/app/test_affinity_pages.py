@@ -201,6 +201,7 @@ def test_unprepared_corpora_are_an_error_with_an_offer_not_a_traceback(fixture_c
         assert at.button(key="prepare_all")  # the dashboard's offer to prepare the embedded data
 
 
+@pytest.mark.parallel
 @pytest.mark.slow  # learned pruning of 5 units and of their multi-task run: about 2 minutes
 def test_shared_heads_offers_learned_pruning_then_shows_stem_cells_beside_gradient_heads(gradts_cache, monkeypatch,
                                                                                        tmp_path):

@@ -273,6 +273,7 @@ def test_class_mode_refuses_to_run_without_the_class_settings(cache_copy, monkey
     assert not at.button and not at.get("file_uploader")
 
 
+@pytest.mark.parallel
 @pytest.mark.slow
 def test_a_students_new_evaluations_are_bounded(cache_copy, monkeypatch, class_mode):
     """A student's browser stores at most HEADPRUNE_STUDENT_EVALS new evaluations (here 1): the first new mask is

@@ -55,7 +55,7 @@ SHIPPED, SHIPPED_STEPS = "attention-heads-across-languages", 8
 KEY = "the follow test's key"
 CLASS = {"HEADPRUNE_CLASS": "1", "HEADPRUNE_TEACHER_KEY": KEY}
 
-pytestmark = browser.browser_marks()
+pytestmark = [*browser.browser_marks(), pytest.mark.alone]  # students follow within 5 s: timed, so alone
 
 
 def _step_of(page, of: int = STEPS) -> int | None:

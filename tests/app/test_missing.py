@@ -137,6 +137,7 @@ def test_runs_page_frees_stale_and_corrupt_entries(cache_copy, monkeypatch):
     assert any("Removed 1 items" in s.value for s in at.success)
 
 
+@pytest.mark.parallel
 @pytest.mark.slow
 def test_runs_page_launches_a_study_with_progress(no_runs_cache, tmp_path, monkeypatch):
     import shutil

@@ -291,6 +291,7 @@ def test_a_background_sweep_shows_on_the_overview_and_where_results_are_missing(
     assert not [e for e in at.get("progress") if "in the background" in e.proto.text]
 
 
+@pytest.mark.parallel
 @pytest.mark.slow  # the click trains the tiny model 30 times (a small training) and runs a GradTS check
 def test_findings_page_offers_then_one_click_gives_every_verdict(cache_copy, monkeypatch):
     """After set-up the Findings page says what is missing with an estimate; one click computes the plan's

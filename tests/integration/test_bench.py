@@ -1,7 +1,8 @@
 """``python -m bench --quick --only classroom``: the classroom section (a class walking the dashboard, class mode, a
 hostile class, a class following the teacher) runs on the fixture cache with real browsers, and what it must hold
-whatever the timing noise does holds. The other sections run in ``test_bench_compute.py``, two at a time with the
-other slow computations: this one times a class on the machine's cores, so it runs alone."""
+whatever the timing noise does holds. The other sections run in ``test_bench_compute.py``. Quick judges no time and
+a class mostly waits (the walks, the fixed seconds of the hostile class and of following), so CI runs this beside
+the slow computations (marked ``beside``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from tests.helpers.bench_run import check_written, run_quick
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.beside]
 
 
 @pytest.fixture(scope="module")

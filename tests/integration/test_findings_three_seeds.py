@@ -18,7 +18,7 @@ from headprune_core.plans.plan import StudyPlan, run_plan
 from headprune_core.runs.store import Store
 from headprune_core.runs.study import Study
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 LOOKS = ((3, 0.05), (4, 0.01))  # a second look at 4 runs keeps the test short
 

@@ -103,7 +103,7 @@ def cluster():
     # user's own cluster on the machine: stopping the test's cluster leaves it running
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "default_worker.py"])
     try:
-        stop_ray_in(folder)
+        stop_ray_in(folder, within=10.0)  # then SIGKILL: a raylet may outlive its SIGTERM for 30 s
         assert not ray_processes(folder)
         assert bystander.poll() is None, "stopping the test's cluster stopped another process"
     finally:
@@ -208,6 +208,7 @@ def nodes(request):
         cluster.shutdown()
 
 
+@pytest.mark.beside  # a simulated cluster's nodes: made to pass beside a CPU-heavy process
 def test_a_sweep_on_three_worker_nodes_equals_the_local_sequential_run(tiny_cache, tmp_path, nodes, monkeypatch):
     """Two models' jobs on worker nodes a and b (1 CPU each) and c (2 CPUs but memory for one job): the dry run
     counts the cluster's nodes and what fits at once; jobs run on several nodes, c never two at once, each
@@ -257,6 +258,7 @@ def test_a_sweep_on_three_worker_nodes_equals_the_local_sequential_run(tiny_cach
                                   "memory": peaks})
 
 
+@pytest.mark.beside  # a simulated cluster's nodes: made to pass beside a CPU-heavy process
 def test_a_node_lost_during_a_fine_tune_costs_only_that_attempt(tiny_cache, tmp_path, nodes):
     """Worker node a or b dies while it trains a fine-tune: the sweep resubmits the job to the node left and says
     so (the lost node named), no half entry is left, and nothing that had landed is computed again."""
@@ -312,6 +314,7 @@ def test_a_node_lost_during_a_fine_tune_costs_only_that_attempt(tiny_cache, tmp_
                                 "retry_seconds": round(victim["seconds"], 1)})
 
 
+@pytest.mark.beside  # a simulated cluster's nodes: made to pass beside a CPU-heavy process
 def test_a_lost_head_stops_the_sweep_saying_so_and_a_rerun_resumes(tiny_cache, tmp_path, nodes):
     """The head dies mid-sweep (Ray cannot bring it back without GCS fault tolerance): the sweep says so and exits
     75 (before Ray would end it without a word), every entry in the cache is whole; on a new cluster the same

@@ -15,7 +15,7 @@ from headprune_core.plans.sweep_record import list_sweeps
 from headprune_core.runs.store import Store
 from tests.helpers.cluster import assert_same_entries, on_marker, sequential_store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 
 def _spec(model: str, **over) -> SweepSpec:
