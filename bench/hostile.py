@@ -137,7 +137,7 @@ def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
     from playwright.sync_api import sync_playwright
 
     from tests.helpers import browser
-    deadline, ok, tries, why, took = time.perf_counter() + seconds, 0, 0, [], []
+    deadline, ok, tries, why, took, clicks = time.perf_counter() + seconds, 0, 0, [], [], []
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_ARGS, headless=True)
         while time.perf_counter() < deadline:
@@ -146,7 +146,7 @@ def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
             tries += 1
             try:
                 browser.open_page(page, url, "home", timeout=600_000)
-                browser.unlock(page, KEY, timeout=600_000)
+                clicks.append(browser.unlock(page, KEY, timeout=600_000))
                 ok += 1
                 took.append(round(time.perf_counter() - start, 1))
             except Exception as err:  # noqa: BLE001 -- a refused or timed-out unlock is what this counts
@@ -157,7 +157,8 @@ def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
                 page.context.close()
             time.sleep(max(0.0, every - (time.perf_counter() - start)))
         chromium.close()
-    out.update({"teacher_ok": ok, "teacher_tries": tries, "teacher_failures": why, "teacher_seconds": took})
+    out.update({"teacher_ok": ok, "teacher_tries": tries, "teacher_failures": why, "teacher_seconds": took,
+                "teacher_clicks": clicks})
 
 
 def measure(cache: Path, log_dir: Path, *, ordinary: int, hostile: int, seconds: float) -> dict:
@@ -283,6 +284,7 @@ def goals_and_notes(quiet: dict | None, loud: dict, quick: bool) -> tuple[list, 
              f"peak memory {loud['rss_mb']:.0f} MiB{q['rss']}. Unplanned outcomes: "
              f"{'; '.join(sorted(set(loud.get('odd', []))))[:600] or 'none'}. The teacher's failed unlocks: "
              f"{'; '.join(loud.get('teacher_failures', []))[:900] or 'none'}; the successful ones took "
-             f"{loud.get('teacher_seconds')} s{q['teacher']}."
+             f"{loud.get('teacher_seconds')} s{q['teacher']}, with {loud.get('teacher_clicks')} clicks on Unlock "
+             "(a click the form never received, its key still in the field, is clicked again after 20 s)."
              + ("" if quiet else " (--quick: the same class without the hostile ones runs in the full bench only.)")]
     return goals, notes

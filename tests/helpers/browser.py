@@ -218,13 +218,36 @@ def set_slider(page, value: int, timeout: float = 300_000) -> None:
     wait_idle(page, timeout)
 
 
-def unlock(page, key: str, timeout: float = 60_000) -> None:
-    """Unlock the teacher's powers in this session (class mode): the sidebar's key field, then Unlock."""
+UNLOCK_CLICKS, UNLOCK_RETRY_MS = 3, 20_000
+"""How often :func:`unlock` clicks Unlock at most, and how long it waits before it clicks again."""
+
+
+def unlock(page, key: str, timeout: float = 60_000) -> int:
+    """Unlock the teacher's powers in this session (class mode): the sidebar's key field, then Unlock; the number
+    of clicks it took. A click the form never received (seen on a loaded machine: the sidebar re-rendered under
+    it) leaves the key in the field, which a submitted form clears (``clear_on_submit``): after
+    :data:`UNLOCK_RETRY_MS` with the key still there it clicks again, as a teacher would, at most
+    :data:`UNLOCK_CLICKS` times. A form that was submitted is waited on for the rest of ``timeout``."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.get_by_text("Class mode: teacher").first.click()
-    page.get_by_label("Teacher's key").fill(key)
-    page.get_by_role("button", name="Unlock").click()
-    page.get_by_text("Teacher's session").first.wait_for(timeout=timeout)
+    field = page.get_by_label("Teacher's key").first
+    field.fill(key)
+    shown = page.get_by_text("Teacher's session").first
+    deadline, clicks = time.monotonic() + timeout / 1000, 0
+    while True:
+        page.get_by_role("button", name="Unlock").click()
+        clicks += 1
+        left_ms = max(1.0, (deadline - time.monotonic()) * 1000)
+        try:
+            shown.wait_for(timeout=min(UNLOCK_RETRY_MS, left_ms))
+            break
+        except PlaywrightTimeout:
+            if clicks >= UNLOCK_CLICKS or left_ms <= UNLOCK_RETRY_MS or field.input_value(timeout=5_000) != key:
+                shown.wait_for(timeout=max(1.0, (deadline - time.monotonic()) * 1000))  # sent: its answer
+                break
     wait_idle(page)
+    return clicks
 
 
 def present_lesson(page, title: str, timeout: float = 300_000) -> None:
