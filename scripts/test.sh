@@ -3,8 +3,8 @@
 # prepare the embedded default, lint (ruff) and the layers contract (import-linter), then the fast tier on two workers;
 # the slow tests of pure computation two at a time (marked `parallel`: no server, browser or cluster, nothing timed;
 # a file at a time on a worker, so a module fixture is computed once) while the slow tests that mostly wait and judge
-# no time (marked `beside`) run in a process of their own; then the other slow and browser tests two at a time, and
-# last those that must run alone (marked `alone`: a time judged, a local Ray), one at a time.
+# no time (marked `beside`: the simulated Ray clusters) run in a process of their own; then the other slow and browser
+# tests two at a time, and last those that must run alone (marked `alone`: a time judged, a local Ray), one at a time.
 # No test may be skipped (see pytest_no_skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,8 +36,9 @@ pytest_no_skips() {
   return "$rc"
 }
 pytest_no_skips "$LOGS/fast" -q --durations=15 tests
-# The tests that mostly wait (servers, browsers, a Ray cluster) and judge no time run in a process of their own
-# (one torch thread, its own temp folder) while the slow pure computations run two at a time; its log follows theirs.
+# The simulated Ray clusters (they mostly wait on their nodes, and must pass beside a CPU-heavy process) run in a
+# process of their own (one torch thread, its own temp folder) while the slow pure computations run two at a time;
+# its log follows theirs.
 status=0
 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 pytest_no_skips "$LOGS/beside" -q --durations=15 \
   -m "(slow or browser) and beside" -n 0 --basetemp="$LOGS/beside-tmp" tests >/dev/null &

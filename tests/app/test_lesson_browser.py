@@ -16,7 +16,7 @@ from tests.helpers import browser
 ARTIFACTS = Path(os.environ.get("HEADPRUNE_ARTIFACTS", browser.REPO / "artifacts")) / "browser"
 LESSON = "attention-heads-across-languages"
 
-pytestmark = [*browser.browser_marks(), pytest.mark.beside]  # no time judged: CI runs it beside
+pytestmark = browser.browser_marks()
 
 
 def _bar(page) -> str:

@@ -23,7 +23,7 @@ LESSON = "attention-heads-across-languages"
 SIZES = [(1280, 720), (1920, 1080)]
 NO_RESULTS = {"retrain", "task_affinity", "shared_heads"}  # the fixture cache has none of their results
 
-pytestmark = [*browser.browser_marks(), pytest.mark.beside]  # a layout, no time judged: CI runs it beside
+pytestmark = browser.browser_marks()
 
 
 def test_every_page_and_lesson_step_shows_its_figure_on_the_first_screen(fixture_cache):
