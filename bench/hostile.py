@@ -258,6 +258,7 @@ def goals_and_notes(quiet: dict | None, loud: dict, quick: bool) -> tuple[list, 
     """The section's goals and notes from the class without (``quiet``) and with (``loud``) the hostile ones.
     ``quiet`` is None in ``--quick``: the comparison is reported, never judged, so CI starts one server, not two."""
     from bench.report import Goal
+    from tests.helpers.browser import UNLOCK_RETRY_MS
     ch = loud["changes"]
     students = ch["removed"] + ch["modified"] + ch["other_new"]
     goals = [
@@ -285,6 +286,7 @@ def goals_and_notes(quiet: dict | None, loud: dict, quick: bool) -> tuple[list, 
              f"{'; '.join(sorted(set(loud.get('odd', []))))[:600] or 'none'}. The teacher's failed unlocks: "
              f"{'; '.join(loud.get('teacher_failures', []))[:900] or 'none'}; the successful ones took "
              f"{loud.get('teacher_seconds')} s{q['teacher']}, with {loud.get('teacher_clicks')} clicks on Unlock "
-             "(a click the form never received, its key still in the field, is clicked again after 20 s)."
+             f"(a click the form never received, its key still in the field, is clicked again after "
+             f"{UNLOCK_RETRY_MS / 1000:.0f} s)."
              + ("" if quiet else " (--quick: the same class without the hostile ones runs in the full bench only.)")]
     return goals, notes

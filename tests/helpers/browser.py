@@ -243,11 +243,20 @@ def unlock(page, key: str, timeout: float = 60_000) -> int:
             shown.wait_for(timeout=min(UNLOCK_RETRY_MS, left_ms))
             break
         except PlaywrightTimeout:
-            if clicks >= UNLOCK_CLICKS or left_ms <= UNLOCK_RETRY_MS or field.input_value(timeout=5_000) != key:
+            if clicks >= UNLOCK_CLICKS or left_ms <= UNLOCK_RETRY_MS or not _still_holds(field, key):
                 shown.wait_for(timeout=max(1.0, (deadline - time.monotonic()) * 1000))  # sent: its answer
                 break
     wait_idle(page)
     return clicks
+
+
+def _still_holds(field, key: str) -> bool:
+    """Whether the unlock form's field still holds ``key`` (the form was not sent); a field gone with a rerun that
+    unlocked, or unreadable, counts as sent."""
+    try:
+        return field.input_value(timeout=5_000) == key
+    except Exception:  # noqa: BLE001 -- replaced by the teacher's view, or the page is busy: wait for the answer
+        return False
 
 
 def present_lesson(page, title: str, timeout: float = 300_000) -> None:
