@@ -155,7 +155,8 @@ def _teacher(url: str, seconds: float, every: float, out: dict) -> None:
                            f"{str(err).splitlines()[0][:160]}; the page showed: {_shown(page)}")
             finally:
                 page.context.close()
-            time.sleep(max(0.0, every - (time.perf_counter() - start)))
+            now = time.perf_counter()  # the next try a minute after this one, but no wait past the end
+            time.sleep(max(0.0, min(start + every, deadline) - now))
         chromium.close()
     out.update({"teacher_ok": ok, "teacher_tries": tries, "teacher_failures": why, "teacher_seconds": took,
                 "teacher_clicks": clicks})

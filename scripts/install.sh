@@ -5,6 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# Debian's chromium installs while pip does (each mostly waits on its downloads and one core); checked at the end
+browser=""
+if [ "${1:-}" = "--browser" ] && [ ! -x /usr/bin/chromium ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  browser_log=$(mktemp)
+  ($SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium) \
+    >"$browser_log" 2>&1 &
+  browser=$!
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -21,11 +30,9 @@ python -m pip install --quiet --no-compile --require-hashes -r requirements.txt 
 python -m pip install --quiet --no-compile -r requirements-torch.txt
 # headprune itself, editable: the `headprune` command, and imports that follow this checkout
 python -m pip install --quiet --no-deps --no-build-isolation -e .
-if [ "${1:-}" = "--browser" ]; then
-  if [ ! -x /usr/bin/chromium ]; then
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
-  fi
+if [ -n "$browser" ] && ! wait "$browser"; then
+  cat "$browser_log" >&2
+  echo "scripts/install.sh: failed: apt-get could not install Debian's chromium (its output above)" >&2
+  exit 1
 fi
 echo "headprune installed in .venv"
