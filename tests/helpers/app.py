@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,10 +21,28 @@ PAGES = ["home", "importance", "prune", "retrain", "inspector", "findings", "run
 AFFINITY_PAGES = ["task_affinity", "shared_heads"]  # tested on their own in test_affinity_pages.py
 
 
+_COMPILING = threading.Lock()
+
+
 def make_app(cache: Path, monkeypatch):
-    """An AppTest of app.py reading ``cache``."""
+    """An AppTest of app.py reading ``cache``.
+
+    A server compiles its page scripts into one ScriptCache, under its lock; AppTest gives every run a fresh
+    cache, so sessions driven from threads (two sessions at once, a class following the teacher) would compile
+    at the same moment, which CPython 3.11's ast module does not survive: its recursion counter is the
+    interpreter's, not the thread's ("SystemError: AST constructor recursion depth mismatch", seen in CI; the
+    message of python/cpython#106905). The scripts compile one at a time here, as in the server."""
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
     from streamlit.testing.v1 import AppTest
 
+    compile_one = ScriptCache.get_bytecode
+    if not getattr(compile_one, "one_at_a_time", False):
+        def one_at_a_time(self, script_path):
+            with _COMPILING:
+                return compile_one(self, script_path)
+
+        one_at_a_time.one_at_a_time = True
+        monkeypatch.setattr(ScriptCache, "get_bytecode", one_at_a_time)
     monkeypatch.setenv("HEADPRUNE_CACHE", str(cache))
     return AppTest.from_file(APP, default_timeout=TIMEOUT)
 
