@@ -8,6 +8,7 @@
 | xnli | facebook/xnli (language) | premise, hypothesis, label -> text, text_pair, label |
 | paws-x | google-research-datasets/paws-x (language) | sentence1, sentence2, label -> text, text_pair, label |
 | slots | AmazonScience/massive (locale, e.g. en-US) | annot_utt -> tokens, tags (BIO of 55 slot types) (3) |
+| onto-pos -ner -dep -con -srl | ontonotes/conll2012_ontonotesv5 (english_v4 ...) | sentences -> tokens, tags (4) |
 
 (1) UPOS (a ClassLabel) mapped onto the 12 universal tags (pos), kept as UD's 17 (upos), or PROPN runs as BIO
 NAME (name); UD is a loading script on the Hub's main branch: it is read from its parquet export; tokens with upos
@@ -15,6 +16,9 @@ NAME (name); UD is a loading script on the Hub's main branch: it is read from it
 rebuild the ranges). (2) sentence1/sentence2, question1/question2, premise/hypothesis or question/sentence.
 (3) Read from its parquet export (a loading script on ``main``); the markup ``[type : words]`` becomes BIO tags
 (see :mod:`headprune_core.data.massive`); a language code is read as its locale (``de`` -> ``de-DE``).
+(4) Read from its parquet export; each row is a document, its sentences the examples (SRL: one a predicate), read as
+tags by :mod:`headprune_core.data.ontonotes` (DEP by head rules from the trees, CON as a relative encoding); the label
+list of DEP, CON and SRL is every tag the three splits hold, sorted.
 
 GLUE hides its test labels (-1): our ``test`` is the official validation split (``validation_matched`` for
 MNLI) and our ``validation`` is a seeded 10% of train (seed 13, at most 5,000 examples), removed from train.
@@ -43,6 +47,9 @@ from headprune_core.data.corpora import PREPARE_HINT, SPLIT_SEED
 from headprune_core.data.formats import ROW_BATCH, find_columns, records_in_batches
 from headprune_core.data.loading import TaskData, check_splits, features_for, from_records
 from headprune_core.data.massive import MASSIVE, SLOT_TAGS, convert_batch, locale_of
+from headprune_core.data.ontonotes import LANG_CONFIGS as ONTONOTES_CONFIGS
+from headprune_core.data.ontonotes import ONTONOTES, split_examples
+from headprune_core.data.ontonotes import TASKS as ONTONOTES_TASKS
 from headprune_core.data.registry import EMBEDDED_TASKS, TASKS, UnknownName, check_language, get_task
 from headprune_core.data.tagsets import NAME_TAGS, UD_UPOS_TAGS, UNIVERSAL_TAGS, UPOS, bio_names
 
@@ -67,7 +74,7 @@ read instead of the Hub when the data set is there. The converters after it are 
 PARQUET_EXPORT = "refs/convert/parquet"
 """The branch where the Hub keeps a parquet copy of a data set, one folder per config (``en_ewt/train/0000.parquet``).
 Data sets that are loading scripts on ``main`` (which ``datasets`` 4 and later refuse to run) are read from it."""
-SCRIPT_DATASETS = ("universal-dependencies/universal_dependencies", MASSIVE)
+SCRIPT_DATASETS = ("universal-dependencies/universal_dependencies", MASSIVE, ONTONOTES)
 """Hub data sets whose ``main`` branch is a loading script: read from :data:`PARQUET_EXPORT`, config as folder."""
 
 
@@ -121,13 +128,15 @@ def hub_spec(task: str, lang: str, *, treebank: str | None = None) -> HubSpec:
         return HubSpec.of("google-research-datasets/paws-x", lang)
     if task == "slots":
         return HubSpec.of(MASSIVE, locale_of(lang))
+    if task in ONTONOTES_TASKS:
+        return HubSpec.of(ONTONOTES, ONTONOTES_CONFIGS[lang])
     raise UnknownName(f"no Hub loader for task {task!r}")
 
 
 HUB_ALIASES = {"wikiann": "unimelb-nlp/wikiann",
                "universal_dependencies": "universal-dependencies/universal_dependencies",
                "glue": "nyu-mll/glue", "xnli": "facebook/xnli", "paws-x": "google-research-datasets/paws-x",
-               "massive": MASSIVE}
+               "massive": MASSIVE, "conll2012_ontonotesv5": ONTONOTES}
 """Short names of the data sets headprune converts itself (``hub:wikiann:sw``, ``hub:glue:rte``)."""
 _ALIAS_TASK = {"unimelb-nlp/wikiann": "ner", "facebook/xnli": "xnli", "google-research-datasets/paws-x": "paws-x",
                MASSIVE: "slots"}
@@ -144,6 +153,8 @@ def known_task(path: str, config: str | None, task: str) -> str | None:
         return _ALIAS_TASK[path]
     if path == "universal-dependencies/universal_dependencies":
         return task if task in UD_TASKS else "pos"
+    if path == ONTONOTES:
+        return task if task in ONTONOTES_TASKS else "onto-ner"
     if path == "nyu-mll/glue":
         if config not in GLUE_COLUMNS:
             raise UnknownName(f"GLUE has no config {config!r}; known: {', '.join(GLUE_COLUMNS)}")
@@ -269,6 +280,35 @@ def _massive(raw: datasets.DatasetDict, locale: str) -> tuple[datasets.DatasetDi
     return datasets.DatasetDict(out), labels
 
 
+def _ontonotes(raw: datasets.DatasetDict, task: str, config: str | None
+               ) -> tuple[datasets.DatasetDict, list[str]]:
+    """OntoNotes documents as ``task``'s examples (:func:`~headprune_core.data.ontonotes.split_examples`); POS and
+    NER keep the data set's class names, DEP, CON and SRL list every tag of the three splits."""
+    got, empty = {}, {}
+    names: dict[str, list[str] | None] = {}
+    for split, ds in raw.items():
+        if "sentences" not in ds.column_names:
+            raise ValueError(f"{ONTONOTES} ({config}) {split}: no sentences column (columns: "
+                             f"{', '.join(ds.column_names)}); is this a copy of CoNLL-2012 OntoNotes?")
+        sentence = ds.features["sentences"]
+        sentence = getattr(sentence, "feature", sentence[0] if isinstance(sentence, list) else sentence)
+        for column in ("pos_tags", "named_entities"):
+            feat = sentence.get(column)
+            feat = getattr(feat, "feature", feat)
+            names.setdefault(column, list(feat.names) if isinstance(feat, datasets.ClassLabel) else None)
+        words, tags, empty[split] = split_examples(ds, task, names, f"{ONTONOTES} ({config}) {split}")
+        got[split] = (words, tags)
+    column = {"onto-pos": "pos_tags", "onto-ner": "named_entities"}.get(task)
+    labels = names.get(column) if column else None
+    if labels is None:  # the tag inventory, not a learned quantity: every split's
+        labels = sorted({t for _, tags in got.values() for sent in tags for t in sent})
+    index = {t: i for i, t in enumerate(labels)}
+    out = {split: datasets.Dataset.from_dict({"tokens": words, "tags": [[index[t] for t in s] for s in tags]},
+                                             features=features_for("token", labels))
+           for split, (words, tags) in got.items()}
+    return datasets.DatasetDict(out), labels
+
+
 def _pairs(raw: datasets.DatasetDict, first: str, second: str | None, labels: list[str] | None
            ) -> tuple[datasets.DatasetDict, list[str]]:
     any_split = next(iter(raw.values()))
@@ -322,6 +362,8 @@ def load_hub(task: str, lang: str, *, data_files: Mapping[str, str | Path] | Non
         dd, labels = _pairs(raw, "premise", "hypothesis", list(info.labels))
     elif task == "slots":
         dd, labels = _massive(raw, spec.config or locale_of(lang))
+    elif task in ONTONOTES_TASKS:
+        dd, labels = _ontonotes(raw, task, spec.config)
     else:
         dd, labels = _pairs(raw, "sentence1", "sentence2", None)
     dd = datasets.DatasetDict({s: dd[s] for s in ("train", "validation", "test") if s in dd})

@@ -1,7 +1,7 @@
 """The Hugging Face Hub as a paper plan reads it, on local files: tiny random models of the paper's families saved
 under the paper's model ids where ``huggingface_hub`` caches a download (``models--<id>/snapshots/<commit>/``,
-``refs/main``), and data sets in the exact schemas of the Hub's (WikiANN, UD's and MASSIVE's parquet exports, XNLI,
-GLUE) in a
+``refs/main``), and data sets in the exact schemas of the Hub's (WikiANN, UD's, MASSIVE's and OntoNotes's parquet
+exports, XNLI, GLUE) in a
 mirror folder (``HEADPRUNE_HUB_MIRROR``). headprune then loads both through the same code that reads the Hub: only
 the download is replaced.
 """
@@ -132,6 +132,64 @@ def massive(rng: random.Random, locale: str, partition: str, n: int) -> datasets
     return datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in feats}, features=feats)
 
 
+ONTONOTES_POS = ["XX", "``", "$", "''", ",", "-LRB-", "-RRB-", ".", ":", "ADD", "AFX", "CC", "CD", "DT", "EX", "FW",
+                 "HYPH", "IN", "JJ", "JJR", "JJS", "LS", "MD", "NFP", "NN", "NNP", "NNPS", "NNS", "PDT", "POS", "PRP",
+                 "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO", "UH", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "WDT",
+                 "WP", "WP$", "WRB"]  # english_v4's ClassLabel, in the builder's order
+ONTONOTES_NER = ["O", *(f"{p}-{t}" for t in ("PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "DATE", "TIME",
+                                              "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL", "EVENT",
+                                              "WORK_OF_ART", "LAW", "LANGUAGE") for p in ("B", "I"))]
+_ONTO_POS = {"the": "DT", "a": "DT", "in": "IN", "big": "JJ", "red": "JJ", "runs": "VBZ", "sees": "VBZ",
+             "Anna": "NNP", "Berlin": "NNP", ".": "."}
+
+
+def ontonotes_features(pos_names: list[str] | None = ONTONOTES_POS) -> Features:
+    """The CoNLL-2012 OntoNotes builder's features: a document id and its sentences (Arabic's POS are strings)."""
+    pos = ClassLabel(names=pos_names) if pos_names else Value("string")
+    return Features({"document_id": Value("string"), "sentences": List({
+        "part_id": Value("int32"), "words": List(Value("string")), "pos_tags": List(pos),
+        "parse_tree": Value("string"), "predicate_lemmas": List(Value("string")),
+        "predicate_framenet_ids": List(Value("string")), "word_senses": List(Value("float32")),
+        "speaker": Value("string"), "named_entities": List(ClassLabel(names=ONTONOTES_NER)),
+        "srl_frames": List({"verb": Value("string"), "frames": List(Value("string"))}),
+        "coref_spans": List(List(Value("int32"), length=3))})})
+
+
+def ontonotes_sentence(words: list[str], part: int = 0) -> dict:
+    """One sentence in the builder's schema: subject noun phrase, a verb phrase headed by its first word, a full
+    stop; its tree as the Hub prints one (no space between brackets); one predicate (the verb) with ARG0/ARG1."""
+    body = words[:-1]
+    k = max(1, len(body) // 2)
+    subject, verb, rest = body[:k], body[k] if k < len(body) else None, body[k + 1:]
+    tags = [_ONTO_POS.get(w, "NN") for w in words]
+    leaf = lambda i: f"({tags[i]} {words[i]})"  # noqa: E731
+    np_subject = "(NP" + " ".join(leaf(i) for i in range(len(subject))) + ")"
+    vp = ""
+    if verb is not None:
+        obj = "(NP" + " ".join(leaf(i) for i in range(k + 1, k + 1 + len(rest))) + ")" if rest else ""
+        vp = f"(VP {leaf(k)}{obj})"
+    tree = f"(TOP(S{np_subject}{vp} {leaf(len(words) - 1)}))"
+    frames = []
+    if verb is not None:
+        bio = lambda n, t: [f"B-{t}"] + [f"I-{t}"] * (n - 1) if n else []  # noqa: E731
+        frames.append({"verb": verb, "frames": bio(len(subject), "ARG0") + ["B-V"] + bio(len(rest), "ARG1") + ["O"]})
+    ner = [ONTONOTES_NER.index("B-PERSON") if w == "Anna" else ONTONOTES_NER.index("B-GPE") if w == "Berlin" else 0
+           for w in words]
+    return {"part_id": part, "words": words, "pos_tags": [ONTONOTES_POS.index(t) for t in tags], "parse_tree": tree,
+            "predicate_lemmas": [verb if i == k and verb else None for i in range(len(words))],
+            "predicate_framenet_ids": [("01" if i == k and verb else None) for i in range(len(words))],
+            "word_senses": [None] * len(words), "speaker": None, "named_entities": ner, "srl_frames": frames,
+            "coref_spans": []}
+
+
+def ontonotes(rng: random.Random, n: int) -> datasets.Dataset:
+    """``n`` sentences as CoNLL-2012 OntoNotes rows (documents of up to 3 sentences, english_v4's schema)."""
+    sentences = [ontonotes_sentence(words) for words in _sentences(rng, n)]
+    docs = [{"document_id": f"nw/wsj/00/wsj_{i:04d}", "sentences": sentences[i:i + 3]} for i in range(0, n, 3)]
+    feats = ontonotes_features()
+    return datasets.Dataset.from_dict({k: [d[k] for d in docs] for k in feats}, features=feats)
+
+
 def write_mirror(root: Path, specs, n: int = 8, seed: int = 0) -> Path:
     """A mirror folder holding, for each Hub spec (``data.hub.HubSpec``) in ``specs``, that data set's config in
     the Hub's layout and schema, ``n`` rows a split (GLUE: its own split names)."""
@@ -146,6 +204,8 @@ def write_mirror(root: Path, specs, n: int = 8, seed: int = 0) -> Path:
         elif spec.path == "AmazonScience/massive":
             splits = {s: massive(rng, spec.config, {"validation": "dev"}.get(s, s), n)
                       for s in ("train", "validation", "test")}
+        elif spec.path == "ontonotes/conll2012_ontonotesv5":
+            splits = {s: ontonotes(rng, n) for s in ("train", "validation", "test")}
         elif spec.path == "facebook/xnli":
             splits = {s: pairs(rng, "premise", "hypothesis", n, NLI) for s in ("train", "validation", "test")}
         elif spec.path == "nyu-mll/glue":
