@@ -4,7 +4,8 @@
 # the slow tests of pure computation two at a time (marked `parallel`: no server, browser or cluster, nothing timed;
 # a file at a time on a worker, so a module fixture is computed once) while the slow tests that mostly wait and judge
 # no time (marked `beside`: the simulated Ray clusters) run in a process of their own; then the other slow and browser
-# tests two at a time, and last those that must run alone (marked `alone`: a time judged, a local Ray), one at a time.
+# tests two at a time, and last those that must run alone (marked `alone`: a time judged, a local Ray), one at a time,
+# while the calibration (marked `background`) runs at nice 19 on the cores they leave idle.
 # No test may be skipped (see pytest_no_skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,8 +54,22 @@ wait "$beside" || status=$?
 echo "== the tests that ran beside them (-m '(slow or browser) and beside'):"
 cat "$LOGS/beside"
 [ "$status" -eq 0 ] || exit "$status"
+# The slow pure computations marked `background` (the calibration: numpy alone, nothing timed) run at the lowest CPU
+# priority (nice 19) from here to the end, on the cores the server, browser and alone tests leave idle: a task at
+# nice 0 gets about 98% of a core it shares with one at nice 19. Its log follows the last phase's.
+(
+  renice -n 19 -p "$BASHPID" >/dev/null  # this subshell, and so every process it starts
+  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 pytest_no_skips "$LOGS/background" -q --durations=15 -m "slow and background" \
+    -n 2 --basetemp="$LOGS/background-tmp" tests
+) >/dev/null &
+background=$!
 # the other slow and browser tests (servers and Chromium, which wait as much as they compute; nothing timed) two at a
-# time, a file at a time on a worker; then the ones that must run with nothing beside them, one at a time
-pytest_no_skips "$LOGS/servers" -q --durations=15 -m "(slow or browser) and not (parallel or beside or alone)" \
-  -n 2 --dist loadfile tests
-pytest_no_skips "$LOGS/alone" -q --durations=15 -m "alone" -n 0 tests
+# time, a file at a time on a worker; then the ones that must run with nothing else at normal priority beside them,
+# one at a time
+pytest_no_skips "$LOGS/servers" -q --durations=15 -m "(slow or browser) and not (parallel or beside or alone or \
+background)" -n 2 --dist loadfile tests || status=$?
+[ "$status" -eq 0 ] && { pytest_no_skips "$LOGS/alone" -q --durations=15 -m "alone" -n 0 tests || status=$?; }
+wait "$background" || status=$?
+echo "== the tests that ran at nice 19 beside the last two phases (-m 'slow and background'):"
+cat "$LOGS/background"
+exit "$status"

@@ -56,7 +56,7 @@ def fixture_cache(tmp_path_factory) -> dict:
     return build_fixture_cache(tmp_path_factory.mktemp("hp-fixture"))
 
 
-CI_KINDS = ("parallel", "beside", "alone")
+CI_KINDS = ("parallel", "beside", "alone", "background")
 """How CI runs a slow or browser test beside others (pytest.ini, scripts/test.sh): at most one of these marks."""
 
 

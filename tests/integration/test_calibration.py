@@ -7,7 +7,7 @@ say inconclusive, not be wrong), and around the sizes the findings preset measur
 headprune_core/findings/design.json). A second data-generating model, not the rule's own (tokens drawn per sentence
 from logit-normal run and sentence effects and an arm-specific run effect, through the real per-sentence code
 path), checks the same goals; and the checks fail on an estimator broken on purpose. The sizes around the design
-file's are test_calibration_design.py (a file of its own, so CI's parallel phase can run it beside this one)."""
+file's are test_calibration_design.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from headprune_core.findings.hypotheses import BY_ID, HYPOTHESES
 from headprune_core.methods.inference import AGAINST, OTHER_WAY, REPRODUCED, Rule
 from headprune_core.methods.uncertainty import run_estimate
 
-pytestmark = [pytest.mark.slow, pytest.mark.parallel]
+pytestmark = [pytest.mark.slow, pytest.mark.background]
 
 DRAWS = 20_000
 
