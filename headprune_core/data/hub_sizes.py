@@ -3,7 +3,8 @@
 A sweep's dry run on a machine without the Hub (``headprune sweep sweeps/ma2021-ner.json --dry-run``) plans from
 these: how many sentences each job reads, how much each data set downloads. Every number names the public source
 it was read from (the data set's card or the ``datasets`` library's recorded infos); a number no source gave is
-null. ``python -m bench.hub_tables`` records the table again on a machine with the Hub.
+null. Nothing records it again yet: on a machine with the Hub, ``datasets.load_dataset_builder(ID, CONFIG)
+.info.splits`` gives the sizes to check a row against.
 
 >>> from headprune_core.data.hub import hub_spec
 >>> planned_splits(hub_spec("ner", "de"), "ner")["test"]
@@ -59,6 +60,13 @@ def planned_splits(spec: HubSpec, task: str) -> dict[str, int]:
     if "dev" in splits and "validation" not in splits:
         splits["validation"] = splits.pop("dev")
     return {s: splits[s] for s in ("train", "validation", "test") if s in splits}
+
+
+def counted_in(spec: HubSpec) -> str:
+    """What ``spec``'s recorded split sizes count: ``"sentences"`` (examples), or the record's own ``unit`` where
+    a row is more than one example (OntoNotes: documents of sentences, whose sentence counts no source gave)."""
+    unit = recorded(spec).get("unit")
+    return unit.split(" ", 1)[0] if unit else "sentences"
 
 
 def download_bytes(spec: HubSpec) -> int | None:

@@ -118,14 +118,15 @@ TASKS: dict[str, TaskInfo] = {t.name: t for t in (
              "the open stand-in for MultiATIS++, which Ma et al. 2021 used and the Hub does not hold",
              "Hub: AmazonScience/massive (config = locale, e.g. en-US; parquet export)", SLOT_TAGS, ("hub", "local"),
              "CC BY 4.0"),
-    *(TaskInfo(name, "token", ("en", "zh", "ar"), f"{desc} on OntoNotes 5 (CoNLL-2012), one of He & Choi 2021's "
+    *(TaskInfo(name, "token", ("en",) if name == "onto-dep" else ("en", "zh", "ar"),  # English head rules
+               f"{desc} on OntoNotes 5 (CoNLL-2012), one of He & Choi 2021's "
                "five tasks", "Hub: ontonotes/conll2012_ontonotesv5 (config english_v4, chinese_v4 or arabic_v4; "
                "parquet export)", (), ("hub", "local"),
                "OntoNotes 5.0 is LDC2013T19 (LDC's licence); the Hub copy's card says CC BY-NC-ND 4.0")
       for name, desc in (("onto-pos", "Part-of-speech tagging (Penn Treebank tags)"),
                          ("onto-ner", "Named-entity recognition (18 types, BIO)"),
                          ("onto-dep", "Unlabelled dependency parsing as tags (each word's head offset, from the "
-                                      "constituency trees by Collins's head rules; accuracy is UAS)"),
+                                      "constituency trees by Collins's head rules for English; accuracy is UAS)"),
                          ("onto-con", "Constituency parsing as tags (Gomez-Rodriguez and Vilares's relative "
                                       "encoding; scored as tag accuracy)"),
                          ("onto-srl", "Semantic role labelling, one example a predicate (given, marked [V]); "

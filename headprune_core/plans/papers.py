@@ -44,6 +44,11 @@ GRADTS_TRAIN = {"epochs": 3.0, "lr": 5e-5, "head_lr": 5e-5, "batch_size": 32, "m
                 "max_train_sentences": None, "freeze_embeddings": False}
 """GradTS's repository (train_with_corr.py): lr 5e-5, batch 8 with 4 accumulation steps (32), 512 tokens; its
 epochs default is 1 beside the comment "default tune 3 epochs": 3 are used."""
+HECHOI_TRAIN = {"epochs": 30.0, "lr": 5e-5, "head_lr": 1e-3, "batch_size": 64, "max_length": 512,
+                "max_train_sentences": None, "freeze_embeddings": False}
+"""He & Choi 2021's repository (stem_cell_hypothesis/en_bert_base, single and joint): 30 epochs, the encoder at
+5e-5 and the task decoders at 1e-3, batches of 64 sentences (at most 6,400 tokens, gradients accumulated over 2),
+512 tokens, word dropout 0.2, gradient norm 1; 3 runs a task. Kept: epochs, both rates, 64 sentences, 512 tokens."""
 KINDS = ["finetune", "score", "eval", "refinetune"]
 """The papers report no pruning curves: the sweeps leave them out (they are the bulk of a plan's evaluations)."""
 
@@ -182,6 +187,45 @@ def _gradts() -> dict:
             "eval_sentences": ALL, "gradts": [check], "kinds": ["gradts"]}
 
 
+def _hechoi() -> dict:
+    """He & Choi 2021 at the paper's size: bert-base-cased on OntoNotes' five tasks (English v4), each trained
+    alone and all five together, 3 training seeds, each task's maps under 3 seeds with their shuffled-label
+    controls (card g); run as a GradTS check, the machinery that trains tasks alone and together."""
+    from headprune_core.data.ontonotes import TASKS
+    units = [f"{t}/en" for t in TASKS]
+    check = {"name": "hechoi2021-ontonotes", "model": "bert-base-cased", "units": units, "primaries": units,
+             "description": "He & Choi 2021 at the paper's size: bert-base-cased, OntoNotes 5 (CoNLL-2012, English "
+                            "v4) POS, NER, DEP, CON and SRL, each alone (STL) and all five together (MTL-5), each "
+                            "the primary in turn; 3 training seeds, each task's head maps under 3 seeds and on "
+                            "its labels shuffled.",
+             "max_trial": 1, "score_sentences": None, "eval_sentences": None, "train_seeds": SEEDS,
+             "random_seeds": [0], "map_seeds": SEEDS[1:], "sources": {t: "hub" for t in TASKS},
+             "train": dict(HECHOI_TRAIN),
+             "note": "The paper's size: every training sentence, 30 epochs; GradTS's selections kept to one trial "
+                     "and one random set (He & Choi compare STL with MTL-5 only)."}
+    return {"models": ["bert-base-cased"], "tasks": [TASKS[0]], "langs": ["en"], "settings": ["cross"],
+            "source_grid": [["en"]], "data": [{t: "hub" for t in TASKS}], "train": dict(HECHOI_TRAIN, seed=13),
+            "method": "gate_grad", "strategies": ["importance"], "random_seeds": [0], "score_sentences": ALL,
+            "eval_sentences": ALL, "gradts": [check], "kinds": ["finetune", "score", "gradts"]}  # card g's maps
+
+
+HECHOI_DIFFERENCES = (
+    "OntoNotes 5.0 is the LDC's (LDC2013T19); the Hub's copy (ontonotes/conll2012_ontonotesv5, its card: CC BY-NC-ND "
+    "4.0) asks its users to take it on their own responsibility.",
+    "Their decoders are each task's own (a tagger for POS, biaffine NER, biaffine DEP on Stanford dependencies, a "
+    "CRF constituency parser, span-ranking SRL that also finds the predicates); here every task is a token "
+    "tagger: DEP is each word's head offset from the trees by Collins's head rules (unlabelled: accuracy is UAS), "
+    "CON a relative encoding scored as tag accuracy, SRL one example a predicate, given and marked.",
+    "MTL-5 is headprune's multi-task training (one shared encoder, a head per task: GradTS's 'all' run); word "
+    "dropout 0.2, gradient accumulation over 2 batches and the 6,400-token cap are not applied.",
+    "Card g reads gradient head maps, with a layer null and shuffled-label controls; He & Choi's learned (L0 gate) "
+    "pruning is on the Shared heads page, not in this sweep. The sweep runs as a GradTS check, so GradTS's "
+    "selections (thres, one trial, fg, the bandit, one random set) come with it, at the cost the dry run shows.",
+    "The paper's task scores and stem-cell counts are not in what we could read (docs/papers.md); its repository's "
+    "numbers are per-label accuracies of parameter-free probes, which headprune does not compute: they are listed "
+    "beside ours without a reader. The plan answers cards g and j.")
+
+
 _PLANS = (
     PaperPlan("ma2021-pos", "ma2021", "Ma et al. 2021, Table 2: POS on UD v2.7 (17 tags) in 9 languages, mBERT and "
               "XLM-R, cross-lingual from EN, ZH and AR and multilingual; the k lowest-ranked heads pruned, then "
@@ -232,6 +276,9 @@ _PLANS = (
                "The abstract does not say which GradTS variant gives its 0.33-17.93% nor whether relative: ours is "
                "GradTS-trial against the bandit, relative."),
               ({"where": "abstract", "task": "GLUE (8 tasks)"},), ("f1", "f2", "f3", "f4", "j")),
+    PaperPlan("hechoi2021-ontonotes", "hechoi2021", "He & Choi 2021: bert-base-cased on OntoNotes 5 POS, NER, DEP, "
+              "CON and SRL, each task alone against all five trained together (MTL-5), and the heads that most "
+              "tasks claim", _hechoi(), {}, HECHOI_DIFFERENCES, ({"where": "repository"},), ("g", "j")),
 )
 PAPER_PLANS: dict[str, PaperPlan] = {p.name: p for p in _PLANS}
 
@@ -262,7 +309,8 @@ def cost_rows(root: Path, store) -> list[list[str]]:
                      f"{report['jobs']} + {report['later_jobs']}", f"{models / gb:.1f}",
                      f"{disk['data'] / gb:.2f}" + (f" ({len(disk['data_unknown'])} unknown)"
                                                    if disk["data_unknown"] else ""),
-                     f"{disk['results'] / gb:.0f}", hours(gpu["seconds"])])
+                     f"{disk['results'] / gb:.0f}", hours(gpu["seconds"])
+                     + (" at least (sizes recorded in documents)" if "lower bounds" in report["planned"] else "")])
     return rows
 
 

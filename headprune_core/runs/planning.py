@@ -19,7 +19,7 @@ import hashlib
 from headprune_core.base.choices import HELDOUT
 from headprune_core.base.specs import canonical_json
 from headprune_core.data.hub import HubUnavailable
-from headprune_core.data.hub_sizes import NotRecorded, planned_splits
+from headprune_core.data.hub_sizes import NotRecorded, counted_in, planned_splits
 from headprune_core.data.refs import hub_spec_of
 from headprune_core.encoders.known import known_config
 from headprune_core.encoders.models import ModelLoadError, resolve
@@ -73,7 +73,10 @@ class PlannedStudy(Study):
             sizes = planned_splits(spec, task)
         except NotRecorded as err:
             raise HubUnavailable(f"{task}/{lang}: {err}") from None
-        self.planned.add(("recorded split sizes", spec.path, spec.config))
+        unit = counted_in(spec)
+        self.planned.add(("recorded split sizes" if unit == "sentences" else
+                          f"recorded split sizes in {unit}, each counted as one example (so its jobs' times are "
+                          "lower bounds)", spec.path, spec.config))
         if split == HELDOUT:
             return sizes["test"] + sizes["train"]
         if split not in sizes:

@@ -227,7 +227,8 @@ ROWS: list[tuple[str, Callable, type, str]] = [
     ("opt-unknown-task", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--task", "nope"), CliFailed,
      "error: unknown task 'nope'; known: pos, name, polarity-en, reviews-en, uncertainty-en, polarity-de, "
      "polarity-fr, polarity-nl, emotion-pt, stance-pt, upos, ner, sst2, cola, mrpc, qqp, mnli, qnli, rte, wnli, "
-     "slots, xnli, paws-x (your own corpus: 'python -m headprune_core data add NAME --lang xx FILES', or --data "
+     "slots, onto-pos, onto-ner, onto-dep, onto-con, onto-srl, xnli, paws-x (your own corpus: 'python -m "
+     "headprune_core data add NAME --lang xx FILES', or --data "
      "FILES)"),
     ("opt-unknown-language", lambda c, cap: cli(c, cap, "score", "--model", c.model, "--lang", "xx"), CliFailed,
      "error: unknown language 'xx' for task 'pos'; known: en, de, es, fr, it, nl, pt, tr"),
