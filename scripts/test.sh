@@ -2,10 +2,8 @@
 # Every check: install (incl. chromium for the browser test), check that the installed packages agree (pip check),
 # prepare the embedded default, lint (ruff) and the layers contract (import-linter), then the fast tier on two workers;
 # the slow tests of pure computation two at a time (marked `parallel`: no server, browser or cluster, nothing timed;
-# a file at a time on a worker, so a module fixture is computed once) while the slow tests that mostly wait and judge
-# no time (marked `beside`: the simulated Ray clusters) run in a process of their own; then the other slow and browser
-# tests two at a time, and last those that must run alone (marked `alone`: a time judged, a local Ray), one at a time,
-# while the calibration (marked `background`) runs at nice 19 on the cores they leave idle.
+# a file at a time on a worker, so a module fixture is computed once); then the other slow and browser tests two at a
+# time, and last those that must run alone (marked `alone`: a time judged, a local Ray), one at a time.
 # No test may be skipped (see pytest_no_skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,34 +40,11 @@ pytest_no_skips() {
   return "$rc"
 }
 pytest_no_skips "$LOGS/fast" -q --durations=15 tests
-# The simulated Ray clusters (they mostly wait on their nodes, and must pass beside a CPU-heavy process) run in a
-# process of their own (one torch thread, its own temp folder) while the slow pure computations run two at a time;
-# its log follows theirs.
-status=0
-OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 pytest_no_skips "$LOGS/beside" -q --durations=15 \
-  -m "(slow or browser) and beside" -n 0 --basetemp="$LOGS/beside-tmp" tests >/dev/null &
-beside=$!
-pytest_no_skips "$LOGS/parallel" -q --durations=15 -m "slow and parallel" -n 2 --dist loadfile tests || status=$?
-wait "$beside" || status=$?
-echo "== the tests that ran beside them (-m '(slow or browser) and beside'):"
-cat "$LOGS/beside"
-[ "$status" -eq 0 ] || exit "$status"
-# The slow pure computations marked `background` (the calibration: numpy alone, nothing timed) run at the lowest CPU
-# priority (nice 19) from here to the end, on the cores the server, browser and alone tests leave idle: a task at
-# nice 0 gets about 98% of a core it shares with one at nice 19. Its log follows the last phase's.
-(
-  renice -n 19 -p "$BASHPID" >/dev/null  # this subshell, and so every process it starts
-  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 pytest_no_skips "$LOGS/background" -q --durations=15 -m "slow and background" \
-    -n 2 --basetemp="$LOGS/background-tmp" tests
-) >/dev/null &
-background=$!
-# the other slow and browser tests (servers and Chromium, which wait as much as they compute; nothing timed) two at a
-# time, a file at a time on a worker; then the ones that must run with nothing else at normal priority beside them,
-# one at a time
-pytest_no_skips "$LOGS/servers" -q --durations=15 -m "(slow or browser) and not (parallel or beside or alone or \
-background)" -n 2 --dist loadfile tests || status=$?
-[ "$status" -eq 0 ] && { pytest_no_skips "$LOGS/alone" -q --durations=15 -m "alone" -n 0 tests || status=$?; }
-wait "$background" || status=$?
-echo "== the tests that ran at nice 19 beside the last two phases (-m 'slow and background'):"
-cat "$LOGS/background"
-exit "$status"
+# the slow pure computations two at a time, a file at a time on a worker
+pytest_no_skips "$LOGS/parallel" -q --durations=15 -m "slow and parallel" -n 2 --dist loadfile tests
+# the other slow and browser tests (servers, Chromium and the simulated Ray clusters, which wait as much as they
+# compute; nothing timed) two at a time, a file at a time on a worker, the clusters' file first (the longest: its
+# CI_FIRST); then the ones that must run with nothing beside them, one at a time
+pytest_no_skips "$LOGS/servers" -q --durations=15 -m "(slow or browser) and not (parallel or alone)" \
+  -n 2 --dist loadfile tests
+pytest_no_skips "$LOGS/alone" -q --durations=15 -m "alone" -n 0 tests

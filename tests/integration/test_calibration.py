@@ -19,7 +19,7 @@ from headprune_core.findings.hypotheses import BY_ID, HYPOTHESES
 from headprune_core.methods.inference import AGAINST, OTHER_WAY, REPRODUCED, Rule
 from headprune_core.methods.uncertainty import run_estimate
 
-pytestmark = [pytest.mark.slow, pytest.mark.background]
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 
 DRAWS = 20_000
 

@@ -1,7 +1,7 @@
 """Each card's rule meets its one-sided error goals around the sizes the findings preset measured (the design file
 headprune_core/findings/design.json), as one look and as the staged design, with the per-sentence data-generating
-model of test_calibration.py (its other checks). A file of its own, so that CI's two background workers share
-the calibration."""
+model of test_calibration.py (its other checks). A file of its own, so that CI's two parallel workers share the
+calibration."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from headprune_core.findings.hypotheses import BY_ID, HYPOTHESES
 from headprune_core.findings.staged import DESIGN
 from tests.integration.test_calibration import DRAWS
 
-pytestmark = [pytest.mark.slow, pytest.mark.background]
+pytestmark = [pytest.mark.slow, pytest.mark.parallel]
 SIZES = DESIGN
 
 
