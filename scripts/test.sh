@@ -2,8 +2,9 @@
 # Every check: install (incl. chromium for the browser test), check that the installed packages agree (pip check),
 # prepare the embedded default, lint (ruff) and the layers contract (import-linter), then the fast tier on two workers;
 # the slow tests of pure computation two at a time (marked `parallel`: no server, browser or cluster, nothing timed;
-# a file at a time on a worker, so a module fixture is computed once); then the other slow and browser tests two at a
-# time, and last those that must run alone (marked `alone`: a time judged, a local Ray), one at a time.
+# a file at a time on a worker, so a module fixture is computed once) while the slow tests that mostly wait and judge
+# no time (marked `beside`: the simulated Ray clusters) run in a process of their own; then the other slow and browser
+# tests two at a time, and last those that must run alone (marked `alone`: a time judged, a local Ray), one at a time.
 # No test may be skipped (see pytest_no_skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,11 +41,20 @@ pytest_no_skips() {
   return "$rc"
 }
 pytest_no_skips "$LOGS/fast" -q --durations=15 tests
-# the slow pure computations two at a time, a file at a time on a worker
-pytest_no_skips "$LOGS/parallel" -q --durations=15 -m "slow and parallel" -n 2 --dist loadfile tests
-# the other slow and browser tests (servers, Chromium and the simulated Ray clusters, which wait as much as they
-# compute; nothing timed) two at a time, a file at a time on a worker, the clusters' file first (the longest: its
-# CI_FIRST); then the ones that must run with nothing beside them, one at a time
-pytest_no_skips "$LOGS/servers" -q --durations=15 -m "(slow or browser) and not (parallel or alone)" \
+# The simulated Ray clusters (they mostly wait on their nodes, and must pass beside a CPU-heavy process) run in a
+# process of their own (one torch thread, its own temp folder) while the slow pure computations run two at a time;
+# its log follows theirs.
+status=0
+OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 pytest_no_skips "$LOGS/beside" -q --durations=15 \
+  -m "(slow or browser) and beside" -n 0 --basetemp="$LOGS/beside-tmp" tests >/dev/null &
+beside=$!
+pytest_no_skips "$LOGS/parallel" -q --durations=15 -m "slow and parallel" -n 2 --dist loadfile tests || status=$?
+wait "$beside" || status=$?
+echo "== the tests that ran beside them (-m '(slow or browser) and beside'):"
+cat "$LOGS/beside"
+[ "$status" -eq 0 ] || exit "$status"
+# the other slow and browser tests (servers and Chromium, which wait as much as they compute; nothing timed) two at a
+# time, a file at a time on a worker; then the ones that must run with nothing beside them, one at a time
+pytest_no_skips "$LOGS/servers" -q --durations=15 -m "(slow or browser) and not (parallel or beside or alone)" \
   -n 2 --dist loadfile tests
 pytest_no_skips "$LOGS/alone" -q --durations=15 -m "alone" -n 0 tests

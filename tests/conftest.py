@@ -56,18 +56,14 @@ def fixture_cache(tmp_path_factory) -> dict:
     return build_fixture_cache(tmp_path_factory.mktemp("hp-fixture"))
 
 
-CI_KINDS = ("parallel", "alone")
+CI_KINDS = ("parallel", "beside", "alone")
 """How CI runs a slow or browser test beside others (pytest.ini, scripts/test.sh): at most one of these marks."""
 
 
 def pytest_collection_modifyitems(config, items):
-    """A module that sets ``CI_FIRST = True`` is collected first, so that CI's workers start on it (the longest file
-    of its phase; ``--dist loadfile`` hands files out in collection order).
-
-    A test marked with one of :data:`CI_KINDS` must be slow or browser (else the fast tier runs it too) and
+    """A test marked with one of :data:`CI_KINDS` must be slow or browser (else the fast tier runs it too) and
     carry one of them at most (else two phases run it, or, with the phases' selections, none): a mistake in the
     marks fails the collection, naming the tests, rather than leaving a test out of CI."""
-    items.sort(key=lambda item: not getattr(getattr(item, "module", None), "CI_FIRST", False))  # stable sort
     wrong = []
     for item in items:
         kinds = [k for k in CI_KINDS if item.get_closest_marker(k)]

@@ -7,7 +7,7 @@ say inconclusive, not be wrong), and around the sizes the findings preset measur
 headprune_core/findings/design.json). A second data-generating model, not the rule's own (tokens drawn per sentence
 from logit-normal run and sentence effects and an arm-specific run effect, through the real per-sentence code
 path), checks the same goals; and the checks fail on an estimator broken on purpose. The sizes around the design
-file's are test_calibration_design.py."""
+file's are test_calibration_design.py (a file of its own, so CI's parallel phase can run it beside this one)."""
 
 from __future__ import annotations
 

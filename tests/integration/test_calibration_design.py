@@ -1,7 +1,6 @@
 """Each card's rule meets its one-sided error goals around the sizes the findings preset measured (the design file
 headprune_core/findings/design.json), as one look and as the staged design, with the per-sentence data-generating
-model of test_calibration.py (its other checks). A file of its own, so that CI's two parallel workers share the
-calibration."""
+model of test_calibration.py (its other checks)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,6 @@ from headprune_core.plans.sweep import SweepSpec, build_graph
 from headprune_core.runs.store import Store
 
 pytestmark = pytest.mark.slow
-CI_FIRST = True  # CI's longest file of the server tests (about 250 s): a worker starts on it (tests/conftest.py)
 REPO = Path(__file__).resolve().parents[2]
 # the cluster's shared secret, as every node and the sweep's machine would be given it (README: Sweeps)
 AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": uuid.uuid4().hex}
@@ -209,6 +208,7 @@ def nodes(request):
         cluster.shutdown()
 
 
+@pytest.mark.beside  # a simulated cluster's nodes: made to pass beside a CPU-heavy process
 def test_a_sweep_on_three_worker_nodes_equals_the_local_sequential_run(tiny_cache, tmp_path, nodes, monkeypatch):
     """Two models' jobs on worker nodes a and b (1 CPU each) and c (2 CPUs but memory for one job): the dry run
     counts the cluster's nodes and what fits at once; jobs run on several nodes, c never two at once, each
@@ -258,6 +258,7 @@ def test_a_sweep_on_three_worker_nodes_equals_the_local_sequential_run(tiny_cach
                                   "memory": peaks})
 
 
+@pytest.mark.beside  # a simulated cluster's nodes: made to pass beside a CPU-heavy process
 def test_a_node_lost_during_a_fine_tune_costs_only_that_attempt(tiny_cache, tmp_path, nodes):
     """Worker node a or b dies while it trains a fine-tune: the sweep resubmits the job to the node left and says
     so (the lost node named), no half entry is left, and nothing that had landed is computed again."""
@@ -313,6 +314,7 @@ def test_a_node_lost_during_a_fine_tune_costs_only_that_attempt(tiny_cache, tmp_
                                 "retry_seconds": round(victim["seconds"], 1)})
 
 
+@pytest.mark.beside  # a simulated cluster's nodes: made to pass beside a CPU-heavy process
 def test_a_lost_head_stops_the_sweep_saying_so_and_a_rerun_resumes(tiny_cache, tmp_path, nodes):
     """The head dies mid-sweep (Ray cannot bring it back without GCS fault tolerance): the sweep says so and exits
     75 (before Ray would end it without a word), every entry in the cache is whole; on a new cluster the same
