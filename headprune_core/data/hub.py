@@ -284,7 +284,7 @@ def _ontonotes(raw: datasets.DatasetDict, task: str, config: str | None
                ) -> tuple[datasets.DatasetDict, list[str]]:
     """OntoNotes documents as ``task``'s examples (:func:`~headprune_core.data.ontonotes.split_examples`); POS and
     NER keep the data set's class names, DEP, CON and SRL list every tag of the three splits."""
-    got, empty = {}, {}
+    got = {}
     names: dict[str, list[str] | None] = {}
     for split, ds in raw.items():
         if "sentences" not in ds.column_names:
@@ -296,7 +296,7 @@ def _ontonotes(raw: datasets.DatasetDict, task: str, config: str | None
             feat = sentence.get(column)
             feat = getattr(feat, "feature", feat)
             names.setdefault(column, list(feat.names) if isinstance(feat, datasets.ClassLabel) else None)
-        words, tags, empty[split] = split_examples(ds, task, names, f"{ONTONOTES} ({config}) {split}")
+        words, tags, _ = split_examples(ds, task, names, f"{ONTONOTES} ({config}) {split}")
         got[split] = (words, tags)
     column = {"onto-pos": "pos_tags", "onto-ner": "named_entities"}.get(task)
     labels = names.get(column) if column else None
